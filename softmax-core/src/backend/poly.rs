@@ -1,0 +1,312 @@
+//! The crate's own exp and ln: Cody–Waite range reduction, minimax polynomials (coefficients
+//! fitted for this crate by a Remez exchange in 60-digit arithmetic), and error-free
+//! transformations in place of fused multiply-add, which stable `no_std` Rust cannot rely on.
+//!
+//! `exp` is branch-free (clamps are selects, the rounding to an integer is the 1.5·2^p magic-number
+//! trick, the scaling is built from integer bits), so a loop of calls over fixed-width chunks
+//! auto-vectorises. `ln` is called once per row, not per element, and branches on special
+//! values.
+
+use super::Backend;
+use crate::float::fast_two_sum;
+
+/// The crate's own polynomial exp/ln: branch-free, auto-vectorising, accurate.
+///
+/// Accuracy (measured by `harness/tests/backend_accuracy.rs`; the f32 exp check is exhaustive when
+/// `SOFTMAX_EXHAUSTIVE=1`, strided in CI):
+///
+/// | function | max error |
+/// |---|---|
+/// | `exp` f32 | <= 1 ULP from the correctly rounded result for every input whose result is normal (real-valued max 0.81 ULP); underflowing results are rounded once into the subnormal range |
+/// | `exp` f64 | <= 1 ULP against a correctly rounded (mpmath) reference on the committed sample |
+/// | `ln` f32 | <= 1 ULP over every positive float |
+/// | `ln` f64 | <= 1 ULP against a correctly rounded (mpmath) reference on the committed sample |
+///
+/// Method: `x = n·ln2 + r` with `ln2` split in two so `n·ln2_hi` and `x − n·ln2_hi` are exact
+/// (f32 joins the two parts of `r` with one rounding, f64 keeps the rounding error by Fast2Sum), `e^r = 1 + r + r²·q(r)` with a degree-4 (f32) or
+/// degree-10 (f64) minimax `q`, and the final `1 + r` is formed with its rounding error kept
+/// (Fast2Sum), so the result is rounded essentially once. `2^n` is applied as two exact factors
+/// so overflow goes to `+inf` and underflow rounds once into the subnormals.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{softmax, backend::Poly};
+/// let mut y = [0.0f32; 3];
+/// softmax(Poly, &[1.0, 2.0, 3.0], &mut y).unwrap();
+/// assert!((y[2] - 0.665_240_94).abs() < 1e-7);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Poly;
+
+// ---------------------------------------------------------------------------------------------
+// f32
+// ---------------------------------------------------------------------------------------------
+
+const LOG2E_F32: f32 = core::f32::consts::LOG2_E;
+/// 1.5 · 2^23: adding it rounds to an integer (ties to even) and leaves that integer in the low
+/// mantissa bits.
+const MAGIC_F32: f32 = 12_582_912.0;
+/// ln 2 with 15 significant bits (0x3f317200), so `n · LN2_HI_F32` is exact for |n| < 512.
+const LN2_HI_F32: f32 = 0.693_145_751_953_125;
+/// ln 2 − LN2_HI_F32, rounded.
+const LN2_LO_F32: f32 = 1.428_606_765_330_187e-6;
+/// Minimax q(r) for e^r ≈ 1 + r + r²·q(r) on |r| <= 0.3467; max relative error 4.3e-9.
+const EXP_Q_F32: [f32; 5] = [
+    0.499_999_981_271_015_83,
+    0.166_665_058_331_998_73,
+    0.041_667_090_775_553_76,
+    0.008_370_289_610_210_688,
+    0.001_389_340_618_410_16,
+];
+/// Below this e^x < half the smallest subnormal: the result is 0.
+const EXP_LO_F32: f32 = -110.0;
+/// Above this e^x overflows.
+const EXP_HI_F32: f32 = 100.0;
+
+#[inline(always)]
+fn exp_f32(x: f32) -> f32 {
+    // Clamp with comparisons that are false for NaN, so NaN flows through to the result.
+    let x = if x < EXP_LO_F32 { EXP_LO_F32 } else { x };
+    let x = if x > EXP_HI_F32 { EXP_HI_F32 } else { x };
+    let kf = x * LOG2E_F32 + MAGIC_F32;
+    let n = (kf.to_bits() as i32).wrapping_sub(MAGIC_F32.to_bits() as i32);
+    let nf = kf - MAGIC_F32;
+    let rh = x - nf * LN2_HI_F32; // exact
+    let rl = -(nf * LN2_LO_F32);
+    // One rounding joins the two parts (error <= 2^-26, 0.25 ULP at worst); keeping its error
+    // term as well would cost two more adds per value for 0.08 ULP.
+    let r = rh + rl;
+    let q = EXP_Q_F32[0]
+        + r * (EXP_Q_F32[1] + r * (EXP_Q_F32[2] + r * (EXP_Q_F32[3] + r * EXP_Q_F32[4])));
+    let t = r * r * q;
+    let u = 1.0 + r;
+    let e1 = r - (u - 1.0); // Fast2Sum: |1| >= |r|
+    let p = u + (t + e1);
+    // 2^n as two exact factors: n in [-159, 145] after the clamp, each half in the normal range.
+    let n1 = n >> 1;
+    let n2 = n.wrapping_sub(n1);
+    let s1 = f32::from_bits((n1.wrapping_add(127) as u32).wrapping_shl(23));
+    let s2 = f32::from_bits((n2.wrapping_add(127) as u32).wrapping_shl(23));
+    p * s1 * s2
+}
+
+/// `e^(x + tail)` for `x <= 0` (the shifted logits of every kernel): as [`exp_f32`] without the
+/// overflow clamp, and with the scale built from one shift. The magic constant is offset by
+/// 64 + 127, so the low bits of `kf` hold the biased exponent of `2^(n + 64)` (the 1.5·2^23 part
+/// shifts out); `2^(n + 64)` is normal for every `n` in [-159, 0] and the constant factor
+/// `2^-64` rounds once into the subnormals.
+#[inline(always)]
+fn exp_neg_f32(x: f32, tail: f32) -> f32 {
+    const MAGIC_BIASED: f32 = MAGIC_F32 + 191.0;
+    const TWO_M64: f32 = f32::from_bits((127 - 64) << 23);
+    let low = x < EXP_LO_F32;
+    let x = if low { EXP_LO_F32 } else { x };
+    let tail = if low { 0.0 } else { tail };
+    let kf = x * LOG2E_F32 + MAGIC_BIASED;
+    let nf = kf - MAGIC_BIASED;
+    let rh = x - nf * LN2_HI_F32;
+    let rl = tail - nf * LN2_LO_F32;
+    let r = rh + rl;
+    let q = EXP_Q_F32[0]
+        + r * (EXP_Q_F32[1] + r * (EXP_Q_F32[2] + r * (EXP_Q_F32[3] + r * EXP_Q_F32[4])));
+    let t = r * r * q;
+    let u = 1.0 + r;
+    let e1 = r - (u - 1.0);
+    let p = u + (t + e1);
+    p * f32::from_bits(kf.to_bits().wrapping_shl(23)) * TWO_M64
+}
+
+const SQRT_HALF_BITS_F32: u32 = 0x3f35_04f3;
+/// Minimax R(z) = z·(c0 + z·(c1 + z·c2)) for 2·atanh(s) = 2s + s·R(s²), |s| <= 0.1716;
+/// relative error of the log 1.4e-9.
+const LN_R_F32: [f32; 3] = [
+    0.666_667_782_587_131_5,
+    0.399_760_827_722_880_1,
+    0.299_254_524_869_721_8,
+];
+
+fn ln_f32(x: f32) -> f32 {
+    if x.is_nan() || x < 0.0 {
+        return f32::NAN;
+    }
+    if x == 0.0 {
+        return f32::NEG_INFINITY;
+    }
+    if x == f32::INFINITY {
+        return x;
+    }
+    let mut ix = x.to_bits();
+    let mut k: i32 = 0;
+    if ix < 0x0080_0000 {
+        // Subnormal: scale into the normal range.
+        ix = (x * 33_554_432.0).to_bits(); // 2^25
+        k = -25;
+    }
+    // Reduce to m in [sqrt(1/2), sqrt(2)).
+    let iy = ix.wrapping_add(0x3f80_0000 - SQRT_HALF_BITS_F32);
+    k += (iy >> 23) as i32 - 127;
+    let m = f32::from_bits((iy & 0x007f_ffff).wrapping_add(SQRT_HALF_BITS_F32));
+    let f = m - 1.0; // exact
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let r = z * (LN_R_F32[0] + z * (LN_R_F32[1] + z * LN_R_F32[2]));
+    let hfsq = 0.5 * f * f;
+    let dk = k as f32;
+    dk * LN2_HI_F32 + (f - (hfsq - (s * (hfsq + r) + dk * LN2_LO_F32)))
+}
+
+impl Backend<f32> for Poly {
+    const NAME: &'static str = "poly";
+    #[inline(always)]
+    fn exp(x: f32) -> f32 {
+        exp_f32(x)
+    }
+    #[inline(always)]
+    fn exp_shifted(hi: f32, lo: f32) -> f32 {
+        exp_neg_f32(hi, lo)
+    }
+    #[inline]
+    fn ln(x: f32) -> f32 {
+        ln_f32(x)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// f64
+// ---------------------------------------------------------------------------------------------
+
+const LOG2E_F64: f64 = core::f64::consts::LOG2_E;
+/// 1.5 · 2^52.
+const MAGIC_F64: f64 = 6_755_399_441_055_744.0;
+/// ln 2 with 32 significant bits (0x3fe62e42fee00000): `n · LN2_HI_F64` exact for |n| < 2^21.
+const LN2_HI_F64: f64 = 6.931_471_803_691_238e-1;
+/// ln 2 − LN2_HI_F64, rounded.
+const LN2_LO_F64: f64 = 1.908_214_929_270_587_7e-10;
+/// Minimax q(r), degree 10, |r| <= 0.3467; max relative error of e^r 1.0e-19.
+const EXP_Q_F64: [f64; 11] = [
+    0.500_000_000_000_000_000_438_317_7,
+    0.166_666_666_666_666_827_657_916_4,
+    0.041_666_666_666_666_605_063_668_68,
+    0.008_333_333_333_316_724_367_067_698,
+    0.001_388_888_888_891_114_042_170_935,
+    0.000_198_412_698_983_239_644_222_247_2,
+    0.000_024_801_587_277_383_945_760_917_62,
+    0.000_002_755_723_221_040_286_151_092_019,
+    0.000_000_275_573_111_677_066_619_748_047,
+    2.511_311_463_110_768_561_678_16e-8,
+    2.090_395_225_357_419_374_673_296e-9,
+];
+const EXP_LO_F64: f64 = -760.0;
+
+#[inline(always)]
+fn exp_q_f64(r: f64) -> f64 {
+    let c = &EXP_Q_F64;
+    c[0] + r
+        * (c[1]
+            + r * (c[2]
+                + r * (c[3]
+                    + r * (c[4]
+                        + r * (c[5]
+                            + r * (c[6] + r * (c[7] + r * (c[8] + r * (c[9] + r * c[10])))))))))
+}
+const EXP_HI_F64: f64 = 720.0;
+
+#[inline(always)]
+fn exp_f64(x: f64) -> f64 {
+    let x = if x < EXP_LO_F64 { EXP_LO_F64 } else { x };
+    let x = if x > EXP_HI_F64 { EXP_HI_F64 } else { x };
+    let kf = x * LOG2E_F64 + MAGIC_F64;
+    let n = (kf.to_bits() as i64).wrapping_sub(MAGIC_F64.to_bits() as i64);
+    let nf = kf - MAGIC_F64;
+    let rh = x - nf * LN2_HI_F64;
+    let rl = -(nf * LN2_LO_F64);
+    let (r, rlo) = fast_two_sum(rh, rl);
+    let t = r * r * exp_q_f64(r) + rlo;
+    let u = 1.0 + r;
+    let e1 = r - (u - 1.0);
+    let p = u + (t + e1);
+    let n1 = n >> 1;
+    let n2 = n.wrapping_sub(n1);
+    let s1 = f64::from_bits((n1.wrapping_add(1023) as u64).wrapping_shl(52));
+    let s2 = f64::from_bits((n2.wrapping_add(1023) as u64).wrapping_shl(52));
+    p * s1 * s2
+}
+
+/// `e^(x + tail)` for `x <= 0`, as [`exp_neg_f32`]: `2^(n + 600)` is normal for every `n` in
+/// [-1097, 0] and `2^-600` rounds once into the subnormals.
+#[inline(always)]
+fn exp_neg_f64(x: f64, tail: f64) -> f64 {
+    const MAGIC_BIASED: f64 = MAGIC_F64 + 1623.0;
+    const TWO_M600: f64 = f64::from_bits((1023 - 600) << 52);
+    let low = x < EXP_LO_F64;
+    let x = if low { EXP_LO_F64 } else { x };
+    let tail = if low { 0.0 } else { tail };
+    let kf = x * LOG2E_F64 + MAGIC_BIASED;
+    let nf = kf - MAGIC_BIASED;
+    let rh = x - nf * LN2_HI_F64;
+    let rl = tail - nf * LN2_LO_F64;
+    let (r, rlo) = fast_two_sum(rh, rl);
+    let t = r * r * exp_q_f64(r) + rlo;
+    let u = 1.0 + r;
+    let e1 = r - (u - 1.0);
+    let p = u + (t + e1);
+    p * f64::from_bits(kf.to_bits().wrapping_shl(52)) * TWO_M600
+}
+
+const SQRT_HALF_HI_BITS_F64: u64 = 0x3fe6_a09e_667f_3bcd;
+/// Minimax R(z) = z·P(z), P of degree 6, |s| <= 0.1716; relative error of the log 2.3e-18.
+const LN_R_F64: [f64; 7] = [
+    0.666_666_666_666_670_950_831_847_2,
+    0.399_999_999_995_201_166_206_461_5,
+    0.285_714_287_292_042_263_914_804_1,
+    0.222_221_991_003_786_188_974_133_2,
+    0.181_835_709_984_445_919_555_394_9,
+    0.153_131_792_773_929_157_859_974_1,
+    0.148_103_626_398_194_210_629_466_9,
+];
+
+fn ln_f64(x: f64) -> f64 {
+    if x.is_nan() || x < 0.0 {
+        return f64::NAN;
+    }
+    if x == 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if x == f64::INFINITY {
+        return x;
+    }
+    let mut ix = x.to_bits();
+    let mut k: i64 = 0;
+    if ix < 0x0010_0000_0000_0000 {
+        ix = (x * 18_014_398_509_481_984.0).to_bits(); // 2^54
+        k = -54;
+    }
+    let iy = ix.wrapping_add(0x3ff0_0000_0000_0000 - SQRT_HALF_HI_BITS_F64);
+    k += (iy >> 52) as i64 - 1023;
+    let m = f64::from_bits((iy & 0x000f_ffff_ffff_ffff).wrapping_add(SQRT_HALF_HI_BITS_F64));
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let c = &LN_R_F64;
+    let r = z * (c[0] + z * (c[1] + z * (c[2] + z * (c[3] + z * (c[4] + z * (c[5] + z * c[6]))))));
+    let hfsq = 0.5 * f * f;
+    let dk = k as f64;
+    dk * LN2_HI_F64 + (f - (hfsq - (s * (hfsq + r) + dk * LN2_LO_F64)))
+}
+
+impl Backend<f64> for Poly {
+    const NAME: &'static str = "poly";
+    #[inline(always)]
+    fn exp(x: f64) -> f64 {
+        exp_f64(x)
+    }
+    #[inline(always)]
+    fn exp_shifted(hi: f64, lo: f64) -> f64 {
+        exp_neg_f64(hi, lo)
+    }
+    #[inline]
+    fn ln(x: f64) -> f64 {
+        ln_f64(x)
+    }
+}

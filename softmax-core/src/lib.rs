@@ -1,0 +1,155 @@
+//! Numerically stable softmax family for `no_std`: no allocation, no panics, the same bits on
+//! every target, and fast on a desktop CPU.
+//!
+//! ```
+//! use softmax_core::{softmax, log_softmax, logsumexp, backend::Poly};
+//! let logits = [2.0f32, 1.0, 0.1];
+//! let mut p = [0.0; 3];
+//! softmax(Poly, &logits, &mut p)?;
+//! let mut logp = [0.0; 3];
+//! log_softmax(Poly, &logits, &mut logp)?;
+//! assert!((p[0] - 0.659_001_1).abs() < 1e-7);
+//! assert!((logp[0] - (p[0]).ln()).abs() < 1e-6);
+//! assert!((logsumexp(Poly, &logits)? - 2.417_029_6).abs() < 1e-6);
+//! # Ok::<(), softmax_core::Error>(())
+//! ```
+//!
+//! # What is here
+//!
+//! * softmax, softmax at temperature τ, in place; log_softmax; logsumexp; masked (keep-mask and
+//!   additive bias) forms — single rows over slices ([`softmax`], …), row batches with masks and
+//!   temperature ([`rows`]), fixed-size arrays ([`array`]); `f32` and `f64`.
+//! * The online log-sum-exp state [`LogSumExp`] (`push`, `push_slice`, associative `merge`,
+//!   `finish`): the primitive cross-entropy and attention are built on.
+//! * [`entropy`] of softmax(x/τ) and [`kl_divergence`] between two softmaxes, from logits.
+//! * Backward passes without Jacobians: [`softmax_vjp`], [`log_softmax_vjp`],
+//!   [`sparsemax_vjp`].
+//! * [`sparsemax`], [`argmax`] / [`hardmax`], [`gumbel_softmax`] (caller-supplied uniform noise),
+//!   [`temperature_for_entropy`].
+//!
+//! # Backends
+//!
+//! Every function that needs `exp`/`ln` takes a backend value first: [`backend::Poly`] (this
+//! crate's branch-free polynomial, auto-vectorised, <= 1 ULP), [`backend::Libm`] (feature
+//! `libm`, on by default) or [`backend::MicroMath`] (feature `micromath`, f32, approximate).
+//! See [`backend`] for the measured accuracy of each.
+//!
+//! # Features
+//!
+//! * `libm` (default): the [`backend::Libm`] backend.
+//! * `micromath`: the [`backend::MicroMath`] backend.
+//!
+//! With `default-features = false` the crate has no dependencies at all; [`backend::Poly`] is
+//! always available.
+//!
+//! # Accuracy
+//!
+//! f32 with `Poly` or `Libm`, against an f64 reference computed from the same inputs (property
+//! tests in `harness/tests`): softmax outputs `>= 1e-30` within 2e-6 relative, for rows of any
+//! length (16M-element rows included: the sums are compensated, so they do not drift with
+//! length); log_softmax and logsumexp within a few ULP plus `2⁻²³·|value|`. With a temperature
+//! τ ≠ 1 the rounding of `x/τ` adds up to `2⁻²⁴·|x − max|/τ` relative. Each function states its
+//! own figure.
+//!
+//! # Edge semantics
+//!
+//! A row with no allowed entry (all `-inf` or masked) is not an error: softmax gives zeros,
+//! log_softmax `-inf`, logsumexp `-inf`, entropy 0. `k` entries equal to `+inf` share the mass
+//! (`1/k` each, the limit). A NaN poisons its own row only. Finite extremes (±3.4e38,
+//! subnormals) give correct results. Structural problems (empty rows, length mismatches,
+//! temperature <= 0 or not finite) are [`Error`]s.
+//!
+//! # Panics
+//!
+//! None, for any input. Lengths are checked once at the boundary, and the loops are written so the
+//! optimiser removes every bounds check: a release build for `thumbv7em-none-eabihf` that calls
+//! every public function links with a panic handler that references an undefined symbol
+//! (`harness/no-panic`).
+//!
+//! # Determinism
+//!
+//! Reductions use [`LANES`] accumulators combined in a fixed order, and no operation depends on
+//! fused multiply-add or fast-math, so the same input gives the same bits on x86_64, Cortex-M4F
+//! and soft-float Cortex-M0+ (checked by `harness/firmware` under QEMU).
+//!
+//! # `no_std` usage
+//!
+//! ```toml
+//! [dependencies]
+//! softmax-core = { version = "0.1", default-features = false } # Poly backend only
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod array;
+pub mod backend;
+mod float;
+mod kernel;
+mod lse;
+mod ops;
+mod row;
+pub mod rows;
+mod spec;
+
+pub use float::Float;
+pub use kernel::LANES;
+pub use lse::LogSumExp;
+pub use ops::{
+    argmax, entropy, gumbel_softmax, hardmax, kl_divergence, log_softmax, log_softmax_in_place,
+    log_softmax_vjp, logsumexp, masked_softmax, softmax, softmax_in_place, softmax_vjp,
+    softmax_with_bias, softmax_with_temperature, sparsemax, sparsemax_vjp, temperature_for_entropy,
+};
+pub use spec::{Mask, Rows};
+
+/// What can go wrong: structural problems with the arguments, never the values in them (those
+/// follow the edge semantics above).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{softmax, Error, backend::Poly};
+/// let mut y = [0.0f32; 2];
+/// assert_eq!(softmax(Poly, &[1.0, 2.0, 3.0], &mut y), Err(Error::LengthMismatch { expected: 3, found: 2 }));
+/// assert_eq!(softmax::<f32, _>(Poly, &[], &mut []), Err(Error::EmptyRow));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// A row has no entries (`n = 0`, or an empty single row).
+    EmptyRow,
+    /// A buffer's length is not what the other arguments imply.
+    LengthMismatch {
+        /// The length required.
+        expected: usize,
+        /// The length given.
+        found: usize,
+    },
+    /// The temperature is not a positive finite number.
+    InvalidTemperature,
+    /// Gumbel noise outside the open interval (0, 1).
+    InvalidNoise,
+    /// [`temperature_for_entropy`]: the target entropy is not strictly between `ln k` and `ln n`
+    /// (or the row's entropy does not depend on τ: NaN or `+inf` entries).
+    EntropyOutOfRange,
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::EmptyRow => f.write_str("row has no entries"),
+            Error::LengthMismatch { expected, found } => {
+                write!(f, "length mismatch: expected {expected}, found {found}")
+            }
+            Error::InvalidTemperature => f.write_str("temperature must be positive and finite"),
+            Error::InvalidNoise => {
+                f.write_str("uniform noise must lie in the open interval (0, 1)")
+            }
+            Error::EntropyOutOfRange => {
+                f.write_str("target entropy is outside the range softmax(x/τ) can reach")
+            }
+        }
+    }
+}
+
+impl core::error::Error for Error {}

@@ -1,0 +1,267 @@
+//! One row of each op, generic over how the row is loaded (mask), how the temperature enters and
+//! where the output goes. The public functions (single row, batched rows, arrays) are thin
+//! wrappers that validate lengths once and call these.
+
+use crate::backend::Backend;
+use crate::float::select;
+use crate::kernel::{self, Io, Load, Scale, LANES};
+use crate::{Float, LogSumExp};
+
+/// softmax: max pass, one exp pass that stores `e^d` and sums it, one scaling pass.
+#[inline(always)]
+pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
+    let sc = kernel::scan(io.src(), s);
+    if !sc.max.is_finite() || sc.nan {
+        fill_limit(io, s, sc);
+        return;
+    }
+    let m = sc.max;
+    let (hi, lo) = io.map_sum(
+        #[inline(always)]
+        |c| kernel::exp_chunk::<F, B, S>(s, m, c),
+    );
+    let inv = LogSumExp::<F, B>::from_parts(m, hi, lo).inv_sum();
+    io.update(|y| y * inv);
+}
+
+/// The distribution of a row without a finite maximum, which needs no exp: NaN everywhere if
+/// the row has a NaN, zeros if every entry is `-inf`, else the limit that shares the mass
+/// evenly among the `+inf` entries.
+#[inline(never)]
+fn fill_limit<F: Float, S: Scale<F>>(mut io: impl Io<F>, s: S, sc: kernel::Scan<F>) {
+    let fill = select(sc.nan, F::NAN, F::ZERO);
+    if sc.nan || sc.max == F::NEG_INFINITY {
+        io.map(|_| fill);
+    } else {
+        let inv = F::ONE / F::from_usize(kernel::count_pos_inf(io.src(), s));
+        io.map(|x| select(s.pre(x) == F::INFINITY, inv, F::ZERO));
+    }
+}
+
+/// log_softmax: the normaliser (two passes), then `(d − ln Σ) + d_lo` per entry.
+#[inline(always)]
+pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
+    let st = LogSumExp::<F, B>::of_row(io.src(), s);
+    let l = st.ln_sum();
+    io.map(|x| st.log_prob_scaled(s, x, l));
+}
+
+/// logsumexp of the row.
+#[inline(always)]
+pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
+    let st = LogSumExp::<F, B>::of_row(src, s);
+    if st.max().is_finite() {
+        s.lse(st.max(), st.ln_sum())
+    } else {
+        st.max()
+    }
+}
+
+/// Shannon entropy (nats) of softmax(x/τ): `H = ln Σ e^d − (Σ e^d·d)/(Σ e^d)`, i.e.
+/// lse − E_p[x/τ] with both terms shifted by the max so neither cancels (both are >= 0).
+#[inline(always)]
+pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
+    let sc = kernel::scan(src, s);
+    if !sc.max.is_finite() || sc.nan {
+        let st = LogSumExp::<F, B>::of_row(src, s);
+        return if st.max() == F::INFINITY {
+            st.ln_sum() // ln k
+        } else if st.max() == F::NEG_INFINITY {
+            F::ZERO
+        } else {
+            F::NAN
+        };
+    }
+    let m = sc.max;
+    let [(hi, lo), (ed_hi, ed_lo)] = kernel::sums(
+        src.chunks(),
+        src.tail(),
+        #[inline(always)]
+        |c| {
+            let mut e = [F::ZERO; LANES];
+            let mut ed = [F::ZERO; LANES];
+            for ((e, ed), &x) in e.iter_mut().zip(ed.iter_mut()).zip(c) {
+                let (hi, lo) = s.shift(s.pre(x), m);
+                *e = B::exp_shifted(hi, lo);
+                // -d·e^d >= 0; entries with e^d = 0 (d = -inf included) contribute 0.
+                *ed = select(*e == F::ZERO, F::ZERO, -(hi * *e));
+            }
+            [e, ed]
+        },
+    );
+    let st = LogSumExp::<F, B>::from_parts(m, hi, lo);
+    st.ln_sum() + (ed_hi + ed_lo) * st.inv_sum()
+}
+
+/// KL(softmax(p/τ) ‖ softmax(q/τ)) = Σ p_i (log p_i − log q_i) over p_i > 0.
+#[inline(always)]
+pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s: S) -> F {
+    let sp = LogSumExp::<F, B>::of_row(p, s);
+    let sq = LogSumExp::<F, B>::of_row(q, s);
+    if sp.max().is_nan() || sq.max().is_nan() {
+        return F::NAN;
+    }
+    let (lp_sum, lq_sum, inv_p) = (sp.ln_sum(), sq.ln_sum(), sp.inv_sum());
+    let [(hi, lo)] = kernel::sums(
+        p.chunks().zip(q.chunks()),
+        (p.tail(), q.tail()),
+        #[inline(always)]
+        |(pc, qc)| {
+            [core::array::from_fn(|i| {
+                let lp = sp.log_prob_scaled(s, pc[i], lp_sum);
+                let lq = sq.log_prob_scaled(s, qc[i], lq_sum);
+                let pr = sp.prob_scaled(s, pc[i], inv_p);
+                let t = select(lq == F::NEG_INFINITY, F::INFINITY, pr * (lp - lq));
+                select(lp == F::NEG_INFINITY, F::ZERO, t)
+            })]
+        },
+    );
+    hi + lo
+}
+
+/// sparsemax: Michelot's fixed point for the threshold (no sort, no scratch), then
+/// `max(d − thr, 0)`.
+#[inline(always)]
+pub(crate) fn sparsemax<F: Float, S: Scale<F>>(mut io: impl Io<F>, s: S) {
+    let sc = kernel::scan(io.src(), s);
+    if sc.nan || !sc.max.is_finite() {
+        fill_limit(io, s, sc);
+        return;
+    }
+    let m = sc.max;
+    let thr = sparsemax_threshold(io.src(), s, m);
+    io.map(|x| {
+        let d = s.shift(s.pre(x), m).0;
+        select(d > thr, d - thr, F::ZERO)
+    });
+}
+
+/// The sparsemax threshold τ* (in shifted units, so τ* ∈ [−1, 0)): the support is
+/// `{d > τ*}` and `τ* = (Σ_support d − 1)/|support|`. Michelot (1986): starting from a superset
+/// of the support, recomputing τ* and the set {d > τ*} shrinks the set monotonically to the
+/// support, so at most `n` rounds; in practice a handful.
+#[inline(always)]
+fn sparsemax_threshold<F: Float, L: Load<F>, S: Scale<F>>(src: L, s: S, m: F) -> F {
+    // The max entry has d = 0 and τ* >= −1, so {d > −1} contains the support.
+    let mut thr = -F::ONE;
+    let mut prev = usize::MAX;
+    // Rounds are bounded by the row length: the support shrinks strictly or the loop stops.
+    loop {
+        let [(s_hi, s_lo), (k_hi, k_lo)] = kernel::sums(
+            src.chunks(),
+            src.tail(),
+            #[inline(always)]
+            |c| {
+                let mut v = [F::ZERO; LANES];
+                let mut n = [F::ZERO; LANES];
+                for ((v, n), &x) in v.iter_mut().zip(n.iter_mut()).zip(c) {
+                    let d = s.shift(s.pre(x), m).0;
+                    let inside = d > thr;
+                    *v = select(inside, d, F::ZERO);
+                    *n = select(inside, F::ONE, F::ZERO);
+                }
+                [v, n]
+            },
+        );
+        // The count is an exact integer in hi + lo; k >= 1 always (the max entry).
+        let k = k_hi.to_f64() as usize + k_lo.to_f64() as isize as usize;
+        if k >= prev || k == 0 {
+            return thr;
+        }
+        prev = k;
+        thr = ((s_hi - F::ONE) + s_lo) / (k_hi + k_lo);
+    }
+}
+
+/// Compensated reduction of `f(a_i, b_i)` over two equal-length rows.
+#[inline(always)]
+pub(crate) fn sum2<F: Float>(a: &[F], b: &[F], f: impl Fn(F, F) -> F) -> F {
+    let (ac, at) = a.as_chunks::<LANES>();
+    let (bc, bt) = b.as_chunks::<LANES>();
+    let mut tail = [F::ZERO; LANES];
+    for ((t, &a), &b) in tail.iter_mut().zip(at).zip(bt) {
+        *t = f(a, b);
+    }
+    let mapped = ac
+        .iter()
+        .zip(bc)
+        .map(|(a, b)| core::array::from_fn(|i| f(a[i], b[i])));
+    let [(hi, lo)] = kernel::sums(
+        mapped,
+        tail,
+        #[inline(always)]
+        |v: &[F; LANES]| [*v],
+    );
+    hi + lo
+}
+
+/// Elementwise `dx_i = f(a_i, b_i)` over three equal-length rows.
+#[inline(always)]
+pub(crate) fn map2<F: Float>(a: &[F], b: &[F], out: &mut [F], f: impl Fn(F, F) -> F) {
+    for ((o, &a), &b) in out.iter_mut().zip(a).zip(b) {
+        *o = f(a, b);
+    }
+}
+
+/// softmax VJP from the output `y`: `dx = y ⊙ (dy − ⟨y, dy⟩) / τ`. Entries with `y = 0`
+/// (masked, `-inf`, or underflowed) are constants: `dx = 0` and their `dy` is not read.
+#[inline(always)]
+pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], inv_tau: F) {
+    let dot = sum2(y, dy, |y, g| select(y == F::ZERO, F::ZERO, y * g));
+    map2(y, dy, dx, |y, g| {
+        select(y == F::ZERO, F::ZERO, y * (g - dot) * inv_tau)
+    });
+}
+
+/// log_softmax VJP from the output `y`: `dx = (dy − e^y·Σdy) / τ`, with `-inf` entries
+/// (masked or `-inf` logits) constants: `dx = 0` and their `dy` not in the sum.
+#[inline(always)]
+pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(
+    y: &[F],
+    dy: &[F],
+    dx: &mut [F],
+    inv_tau: F,
+) {
+    let total = sum2(y, dy, |y, g| select(y == F::NEG_INFINITY, F::ZERO, g));
+    map2(y, dy, dx, |y, g| {
+        select(
+            y == F::NEG_INFINITY,
+            F::ZERO,
+            (g - B::exp(y) * total) * inv_tau,
+        )
+    });
+}
+
+/// sparsemax VJP from the output `y`: on the support `S = {y > 0}`,
+/// `dx = (dy − mean_S dy) / τ`; 0 elsewhere. A NaN row gives NaN.
+#[inline(always)]
+pub(crate) fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], inv_tau: F) {
+    if y.iter().any(|v| v.is_nan()) {
+        dx.iter_mut().for_each(|d| *d = F::NAN);
+        return;
+    }
+    let total = sum2(y, dy, |y, g| select(y > F::ZERO, g, F::ZERO));
+    let k = y.iter().filter(|&&v| v > F::ZERO).count();
+    let mean = total / F::from_usize(k);
+    map2(y, dy, dx, |y, g| {
+        select(y > F::ZERO, (g - mean) * inv_tau, F::ZERO)
+    });
+}
+
+/// Index of the first maximum; a NaN counts as larger than everything (PyTorch `argmax`).
+/// `None` for an empty row.
+#[inline]
+pub(crate) fn argmax<F: Float>(x: &[F]) -> Option<usize> {
+    let mut best = *x.first()?;
+    let mut idx = 0;
+    for (i, &v) in x.iter().enumerate() {
+        if v.is_nan() {
+            return Some(i);
+        }
+        if v > best {
+            best = v;
+            idx = i;
+        }
+    }
+    Some(idx)
+}

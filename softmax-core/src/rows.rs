@@ -1,0 +1,440 @@
+//! Row-batched versions: the input holds `R` rows of `n` values back to back (row-major `[R, n]`),
+//! described by a [`Rows`] spec with the temperature and mask. Each function validates the whole
+//! batch once, then runs the same row kernels as the single-row functions.
+//!
+//! A batch with zero rows (empty input) is valid and does nothing; `n = 0` is an error.
+
+use crate::backend::Backend;
+use crate::kernel::{InPlace, OutOfPlace};
+use crate::spec::{
+    check_len, check_temperature, dispatch, with_scale, RowIter, RowIterMut, RowMask,
+};
+use crate::{ops, row, Error, Float, Rows};
+
+/// softmax over each row of `x` into `y`, with the spec's temperature and mask.
+/// Per-row semantics and accuracy as [`softmax`](crate::softmax) /
+/// [`softmax_with_temperature`](crate::softmax_with_temperature) /
+/// [`masked_softmax`](crate::masked_softmax).
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`] (input not a multiple of n, or `y` or
+/// the mask of another length), [`Error::InvalidTemperature`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, Rows, backend::Poly};
+/// let x = [1.0f32, 2.0, 3.0, 1.0, 1.0, 1.0];
+/// let mut y = [0.0; 6];
+/// rows::softmax(Poly, &x, &mut y, &Rows::new(3)).unwrap();
+/// assert!((y[2] - 0.665_240_94).abs() < 1e-7);
+/// assert_eq!(y[3..], [1.0 / 3.0; 3]);
+/// ```
+pub fn softmax<F: Float, B: Backend<F>>(
+    _backend: B,
+    x: &[F],
+    y: &mut [F],
+    spec: &Rows<'_, F>,
+) -> Result<(), Error> {
+    spec.check(x.len())?;
+    check_len(x.len(), y.len())?;
+    let n = spec.n();
+    dispatch!(spec, |masks, s| {
+        for ((xr, yr), m) in RowIter::new(x, n).zip(RowIterMut::new(y, n)).zip(masks) {
+            row::softmax::<F, B, _>(
+                OutOfPlace {
+                    src: m.load(xr),
+                    out: yr,
+                },
+                s,
+            );
+        }
+    });
+    Ok(())
+}
+
+/// log_softmax over each row of `x` into `y`, with the spec's temperature and mask.
+/// Per-row semantics as [`log_softmax`](crate::log_softmax).
+///
+/// # Errors
+///
+/// As [`softmax`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, Rows, backend::Poly};
+/// let keep = [true, false];
+/// let mut y = [0.0f64; 2];
+/// rows::log_softmax(Poly, &[3.0, 4.0], &mut y, &Rows::new(2).keep(&keep)).unwrap();
+/// assert_eq!(y, [0.0, f64::NEG_INFINITY]);
+/// ```
+pub fn log_softmax<F: Float, B: Backend<F>>(
+    _backend: B,
+    x: &[F],
+    y: &mut [F],
+    spec: &Rows<'_, F>,
+) -> Result<(), Error> {
+    spec.check(x.len())?;
+    check_len(x.len(), y.len())?;
+    let n = spec.n();
+    dispatch!(spec, |masks, s| {
+        for ((xr, yr), m) in RowIter::new(x, n).zip(RowIterMut::new(y, n)).zip(masks) {
+            row::log_softmax::<F, B, _>(
+                OutOfPlace {
+                    src: m.load(xr),
+                    out: yr,
+                },
+                s,
+            );
+        }
+    });
+    Ok(())
+}
+
+/// softmax of each row of `n` values at temperature τ, overwriting the rows.
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`], [`Error::InvalidTemperature`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, backend::Poly};
+/// let mut xy = [0.0f32, 0.0, 5.0, 5.0];
+/// rows::softmax_in_place(Poly, &mut xy, 2, 0.5).unwrap();
+/// assert_eq!(xy, [0.5; 4]);
+/// ```
+pub fn softmax_in_place<F: Float, B: Backend<F>>(
+    _backend: B,
+    xy: &mut [F],
+    n: usize,
+    temperature: F,
+) -> Result<(), Error> {
+    Rows::new(n).temperature(temperature).check(xy.len())?;
+    with_scale!(temperature, |s| {
+        for r in RowIterMut::new(xy, n) {
+            row::softmax::<F, B, _>(InPlace(r), s);
+        }
+    });
+    Ok(())
+}
+
+/// log_softmax of each row of `n` values at temperature τ, overwriting the rows.
+///
+/// # Errors
+///
+/// As [`softmax_in_place`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, backend::Poly};
+/// let mut xy = [1.0f64, 1.0];
+/// rows::log_softmax_in_place(Poly, &mut xy, 1, 3.0).unwrap();
+/// assert_eq!(xy, [0.0, 0.0]);
+/// ```
+pub fn log_softmax_in_place<F: Float, B: Backend<F>>(
+    _backend: B,
+    xy: &mut [F],
+    n: usize,
+    temperature: F,
+) -> Result<(), Error> {
+    Rows::new(n).temperature(temperature).check(xy.len())?;
+    with_scale!(temperature, |s| {
+        for r in RowIterMut::new(xy, n) {
+            row::log_softmax::<F, B, _>(InPlace(r), s);
+        }
+    });
+    Ok(())
+}
+
+/// logsumexp of each row of `x/τ` (masked entries excluded) into `out` (one value per row).
+///
+/// # Errors
+///
+/// As [`softmax`], with `out.len()` = number of rows.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, Rows, backend::Poly};
+/// let mut out = [0.0f32; 2];
+/// rows::logsumexp(Poly, &[0.0, 0.0, 5.0, f32::NEG_INFINITY], &mut out, &Rows::new(2)).unwrap();
+/// assert_eq!(out, [core::f32::consts::LN_2, 5.0]);
+/// ```
+pub fn logsumexp<F: Float, B: Backend<F>>(
+    _backend: B,
+    x: &[F],
+    out: &mut [F],
+    spec: &Rows<'_, F>,
+) -> Result<(), Error> {
+    let r = spec.check(x.len())?;
+    check_len(r, out.len())?;
+    let n = spec.n();
+    dispatch!(spec, |masks, s| {
+        for ((xr, o), m) in RowIter::new(x, n).zip(out.iter_mut()).zip(masks) {
+            *o = row::logsumexp::<F, B, _, _>(m.load(xr), s);
+        }
+    });
+    Ok(())
+}
+
+/// Entropy (nats) of softmax of each row (temperature and mask from the spec) into `out`.
+/// Per-row semantics as [`entropy`](crate::entropy).
+///
+/// # Errors
+///
+/// As [`logsumexp`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, Rows, backend::Poly};
+/// let keep = [true, true, false, false];
+/// let mut h = [0.0f64; 1];
+/// rows::entropy(Poly, &[1.0, 1.0, 9.0, 9.0], &mut h, &Rows::new(4).keep(&keep)).unwrap();
+/// assert!((h[0] - 2f64.ln()).abs() < 1e-15);
+/// ```
+pub fn entropy<F: Float, B: Backend<F>>(
+    _backend: B,
+    x: &[F],
+    out: &mut [F],
+    spec: &Rows<'_, F>,
+) -> Result<(), Error> {
+    let r = spec.check(x.len())?;
+    check_len(r, out.len())?;
+    let n = spec.n();
+    dispatch!(spec, |masks, s| {
+        for ((xr, o), m) in RowIter::new(x, n).zip(out.iter_mut()).zip(masks) {
+            *o = row::entropy::<F, B, _, _>(m.load(xr), s);
+        }
+    });
+    Ok(())
+}
+
+/// `KL(softmax(p_r/τ) ‖ softmax(q_r/τ))` for each row pair, the spec's mask applied to both,
+/// into `out`. Per-row semantics as [`kl_divergence`](crate::kl_divergence).
+///
+/// # Errors
+///
+/// As [`logsumexp`], and [`Error::LengthMismatch`] if `q.len() != p.len()`.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, Rows, backend::Poly};
+/// let mut out = [1.0f32; 2];
+/// rows::kl_divergence(Poly, &[1.0, 2.0, 0.0, 0.0], &[1.0, 2.0, 0.0, 0.0], &mut out, &Rows::new(2)).unwrap();
+/// assert_eq!(out, [0.0, 0.0]);
+/// ```
+pub fn kl_divergence<F: Float, B: Backend<F>>(
+    _backend: B,
+    p: &[F],
+    q: &[F],
+    out: &mut [F],
+    spec: &Rows<'_, F>,
+) -> Result<(), Error> {
+    let r = spec.check(p.len())?;
+    check_len(p.len(), q.len())?;
+    check_len(r, out.len())?;
+    let n = spec.n();
+    dispatch!(spec, |masks, s| {
+        let pairs = RowIter::new(p, n).zip(RowIter::new(q, n));
+        for (((pr, qr), o), m) in pairs.zip(out.iter_mut()).zip(masks) {
+            *o = row::kl::<F, B, _, _>(m.load(pr), m.load(qr), s);
+        }
+    });
+    Ok(())
+}
+
+/// softmax VJP for each row of `n`, from outputs `y` of `softmax(x/τ)` and upstream `dy`:
+/// `dx = y ⊙ (dy − ⟨y, dy⟩)/τ`. Masks need no argument: masked entries have `y = 0` and are
+/// constants. Per-row semantics as [`softmax_vjp`](crate::softmax_vjp).
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`], [`Error::InvalidTemperature`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::rows;
+/// let y = [0.5f32, 0.5];
+/// let mut dx = [0.0; 2];
+/// rows::softmax_vjp(&y, &[1.0, 0.0], &mut dx, 2, 0.5).unwrap();
+/// assert_eq!(dx, [0.5, -0.5]); // (1/τ)·y·(dy − ⟨y,dy⟩)
+/// ```
+pub fn softmax_vjp<F: Float>(
+    y: &[F],
+    dy: &[F],
+    dx: &mut [F],
+    n: usize,
+    temperature: F,
+) -> Result<(), Error> {
+    check_vjp(y, dy, dx, n, temperature)?;
+    let inv = F::ONE / temperature;
+    let rows = RowIter::new(y, n)
+        .zip(RowIter::new(dy, n))
+        .zip(RowIterMut::new(dx, n));
+    for ((y, dy), dx) in rows {
+        row::softmax_vjp(y, dy, dx, inv);
+    }
+    Ok(())
+}
+
+/// log_softmax VJP for each row of `n`, from outputs `y` of `log_softmax(x/τ)` and upstream `dy`:
+/// `dx = (dy − e^y·Σ dy)/τ`, with `-inf` (masked) entries constant.
+///
+/// # Errors
+///
+/// As [`softmax_vjp`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, backend::Poly};
+/// let y = [-core::f64::consts::LN_2; 2];
+/// let mut dx = [0.0; 2];
+/// rows::log_softmax_vjp(Poly, &y, &[1.0, 0.0], &mut dx, 2, 1.0).unwrap();
+/// assert!((dx[0] - 0.5).abs() < 1e-15 && (dx[1] + 0.5).abs() < 1e-15);
+/// ```
+pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
+    _backend: B,
+    y: &[F],
+    dy: &[F],
+    dx: &mut [F],
+    n: usize,
+    temperature: F,
+) -> Result<(), Error> {
+    check_vjp(y, dy, dx, n, temperature)?;
+    let inv = F::ONE / temperature;
+    let rows = RowIter::new(y, n)
+        .zip(RowIter::new(dy, n))
+        .zip(RowIterMut::new(dx, n));
+    for ((y, dy), dx) in rows {
+        row::log_softmax_vjp::<F, B>(y, dy, dx, inv);
+    }
+    Ok(())
+}
+
+/// sparsemax of each row of `x/τ` (mask from the spec) into `y`.
+/// Per-row semantics as [`sparsemax`](crate::sparsemax).
+///
+/// # Errors
+///
+/// As [`softmax`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, Rows};
+/// let mut y = [0.0f32; 3];
+/// rows::sparsemax(&[1.0, 2.0, 3.0], &mut y, &Rows::new(3).temperature(5.0)).unwrap();
+/// assert!((y[0] - 0.133_333_33).abs() < 1e-7);
+/// ```
+pub fn sparsemax<F: Float>(x: &[F], y: &mut [F], spec: &Rows<'_, F>) -> Result<(), Error> {
+    spec.check(x.len())?;
+    check_len(x.len(), y.len())?;
+    let n = spec.n();
+    dispatch!(spec, |masks, s| {
+        for ((xr, yr), m) in RowIter::new(x, n).zip(RowIterMut::new(y, n)).zip(masks) {
+            row::sparsemax(
+                OutOfPlace {
+                    src: m.load(xr),
+                    out: yr,
+                },
+                s,
+            );
+        }
+    });
+    Ok(())
+}
+
+/// sparsemax VJP for each row of `n`, from outputs `y` of `sparsemax(x/τ)` and upstream `dy`.
+///
+/// # Errors
+///
+/// As [`softmax_vjp`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::rows;
+/// let mut dx = [0.0f32; 2];
+/// rows::sparsemax_vjp(&[0.0, 1.0], &[3.0, 2.0], &mut dx, 2, 2.0).unwrap();
+/// assert_eq!(dx, [0.0, 0.0]);
+/// ```
+pub fn sparsemax_vjp<F: Float>(
+    y: &[F],
+    dy: &[F],
+    dx: &mut [F],
+    n: usize,
+    temperature: F,
+) -> Result<(), Error> {
+    check_vjp(y, dy, dx, n, temperature)?;
+    let inv = F::ONE / temperature;
+    let rows = RowIter::new(y, n)
+        .zip(RowIter::new(dy, n))
+        .zip(RowIterMut::new(dx, n));
+    for ((y, dy), dx) in rows {
+        row::sparsemax_vjp(y, dy, dx, inv);
+    }
+    Ok(())
+}
+
+/// argmax of each row of `n` into `out` (first maximum; NaN counts as largest).
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::rows;
+/// let mut idx = [0usize; 2];
+/// rows::argmax(&[1.0f32, 5.0, 7.0, 2.0], &mut idx, 2).unwrap();
+/// assert_eq!(idx, [1, 0]);
+/// ```
+pub fn argmax<F: Float>(x: &[F], out: &mut [usize], n: usize) -> Result<(), Error> {
+    let r = Rows::<F>::new(n).check(x.len())?;
+    check_len(r, out.len())?;
+    for (xr, o) in RowIter::new(x, n).zip(out.iter_mut()) {
+        *o = row::argmax(xr).unwrap_or(0);
+    }
+    Ok(())
+}
+
+/// Hard max (one-hot of argmax) of each row of `n`. Per-row semantics as
+/// [`hardmax`](crate::hardmax).
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::rows;
+/// let mut y = [0.0f32; 4];
+/// rows::hardmax(&[1.0, 5.0, 7.0, 2.0], &mut y, 2).unwrap();
+/// assert_eq!(y, [0.0, 1.0, 1.0, 0.0]);
+/// ```
+pub fn hardmax<F: Float>(x: &[F], y: &mut [F], n: usize) -> Result<(), Error> {
+    Rows::<F>::new(n).check(x.len())?;
+    check_len(x.len(), y.len())?;
+    for (xr, yr) in RowIter::new(x, n).zip(RowIterMut::new(y, n)) {
+        ops::hardmax_row(xr, yr);
+    }
+    Ok(())
+}
+
+fn check_vjp<F: Float>(y: &[F], dy: &[F], dx: &[F], n: usize, temperature: F) -> Result<(), Error> {
+    Rows::<F>::new(n).check(y.len())?;
+    check_len(y.len(), dy.len())?;
+    check_len(y.len(), dx.len())?;
+    check_temperature(temperature)
+}
