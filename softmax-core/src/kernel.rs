@@ -25,17 +25,21 @@ pub(crate) trait Load<F: Float>: Copy {
     fn iter(self) -> impl Iterator<Item = F>;
     /// Full chunks of the row (for reductions, which keep one accumulator per lane).
     fn chunks(self) -> impl Iterator<Item = [F; LANES]>;
-    /// The ragged end (`len % LANES` values), padded with `-inf`.
-    fn tail(self) -> [F; LANES];
+    /// The ragged end (`len % LANES` values) padded with `-inf`; `None` when the row is a whole
+    /// number of chunks.
+    fn tail(self) -> Option<[F; LANES]>;
 }
 
 #[inline(always)]
-fn pad<F: Float>(vals: impl Iterator<Item = F>) -> [F; LANES] {
+fn pad<F: Float>(vals: impl ExactSizeIterator<Item = F>) -> Option<[F; LANES]> {
+    if vals.len() == 0 {
+        return None;
+    }
     let mut out = [F::NEG_INFINITY; LANES];
     for (o, v) in out.iter_mut().zip(vals) {
         *o = v;
     }
-    out
+    Some(out)
 }
 
 /// The row as given.
@@ -52,7 +56,7 @@ impl<F: Float> Load<F> for Plain<'_, F> {
         self.0.as_chunks::<LANES>().0.iter().copied()
     }
     #[inline(always)]
-    fn tail(self) -> [F; LANES] {
+    fn tail(self) -> Option<[F; LANES]> {
         pad(self.0.as_chunks::<LANES>().1.iter().copied())
     }
 }
@@ -77,7 +81,7 @@ impl<F: Float> Load<F> for Keep<'_, F> {
             .map(|(x, k)| core::array::from_fn(|i| select(k[i], x[i], F::NEG_INFINITY)))
     }
     #[inline(always)]
-    fn tail(self) -> [F; LANES] {
+    fn tail(self) -> Option<[F; LANES]> {
         let x = self.0.as_chunks::<LANES>().1.iter();
         let k = self.1.as_chunks::<LANES>().1.iter();
         pad(x.zip(k).map(|(&x, &k)| select(k, x, F::NEG_INFINITY)))
@@ -100,7 +104,7 @@ impl<F: Float> Load<F> for Bias<'_, F> {
         x.zip(b).map(|(x, b)| core::array::from_fn(|i| x[i] + b[i]))
     }
     #[inline(always)]
-    fn tail(self) -> [F; LANES] {
+    fn tail(self) -> Option<[F; LANES]> {
         let x = self.0.as_chunks::<LANES>().1.iter();
         let b = self.1.as_chunks::<LANES>().1.iter();
         pad(x.zip(b).map(|(&x, &b)| x + b))
@@ -114,22 +118,24 @@ pub(crate) fn for_each_chunk<F: Float, L: Load<F>>(src: L, mut f: impl FnMut(&[F
     for c in src.chunks() {
         f(&c);
     }
-    f(&src.tail());
+    if let Some(t) = src.tail() {
+        f(&t);
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
 // Temperature
 // ------------------------------------------------------------------------------------------------
 
-/// How a temperature τ enters: the row is `z = x/τ`, and the kernels need `d = z − max z`
-/// exactly (hi + lo) without `x/τ` or `x − max` overflowing where the exact `d` does not.
+/// How a temperature τ enters: the kernels need `d = (x − max)/τ` as an exact difference
+/// (`hi + lo`) divided once, so the only rounding is that of the quotient (relative error
+/// `2⁻²⁴·|d|`, proportional to `|x − max|/τ`, not to `|x|/τ` as dividing first would give), and
+/// nothing may overflow where the exact `(x − max)/τ` does not.
 pub(crate) trait Scale<F: Float>: Copy {
-    /// The value whose maximum is taken (monotone in x).
-    fn pre(self, x: F) -> F;
-    /// `d = (x − m)/τ` as `hi + lo` for `pre(x) <= m` (`lo` is NaN when `hi = -inf`, which
+    /// `d = (x − m)/τ` as `hi + lo` for `x <= m` (`lo` is NaN when `hi = -inf`, which
     /// every consumer handles: `exp_shifted` ignores it, the others only use `hi`).
     fn shift(self, p: F, m: F) -> (F, F);
-    /// logsumexp from the maximum `m` (in `pre` space) and `ln Σ e^d`.
+    /// logsumexp from the maximum `m` of the raw row and `ln Σ e^d`.
     fn lse(self, m: F, ln_sum: F) -> F;
 }
 
@@ -148,10 +154,6 @@ pub(crate) fn exact_diff<F: Float>(a: F, b: F) -> (F, F) {
 pub(crate) struct Unit;
 impl<F: Float> Scale<F> for Unit {
     #[inline(always)]
-    fn pre(self, x: F) -> F {
-        x
-    }
-    #[inline(always)]
     fn shift(self, p: F, m: F) -> (F, F) {
         exact_diff(p, m)
     }
@@ -161,41 +163,60 @@ impl<F: Float> Scale<F> for Unit {
     }
 }
 
-/// τ >= 1: divide first (cannot overflow), then shift exactly.
+/// 0 < τ < 1: `(x − m)/τ`. If `x − m` overflows, so does the exact quotient (to the same
+/// `-inf`, whose exp is the true limit 0). Both parts are divided: `1/τ` overflows for
+/// τ < 1/MAX, and the tail times it would be `0·inf` = NaN.
 #[derive(Clone, Copy)]
-pub(crate) struct DivFirst<F>(pub F);
-impl<F: Float> Scale<F> for DivFirst<F> {
+pub(crate) struct SubDiv<F> {
+    tau: F,
+}
+impl<F: Float> SubDiv<F> {
     #[inline(always)]
-    fn pre(self, x: F) -> F {
-        x / self.0
-    }
-    #[inline(always)]
-    fn shift(self, p: F, m: F) -> (F, F) {
-        exact_diff(p, m)
-    }
-    #[inline(always)]
-    fn lse(self, m: F, ln_sum: F) -> F {
-        m + ln_sum
+    pub(crate) fn new(tau: F) -> Self {
+        SubDiv { tau }
     }
 }
-
-/// 0 < τ < 1: shift exactly, then divide (the quotient of a non-positive difference can only
-/// underflow towards the true limit, `-inf`).
-#[derive(Clone, Copy)]
-pub(crate) struct SubFirst<F>(pub F);
-impl<F: Float> Scale<F> for SubFirst<F> {
-    #[inline(always)]
-    fn pre(self, x: F) -> F {
-        x
-    }
+impl<F: Float> Scale<F> for SubDiv<F> {
     #[inline(always)]
     fn shift(self, p: F, m: F) -> (F, F) {
         let (hi, lo) = exact_diff(p, m);
-        (hi / self.0, lo / self.0)
+        (hi / self.tau, lo / self.tau)
     }
     #[inline(always)]
     fn lse(self, m: F, ln_sum: F) -> F {
-        m / self.0 + ln_sum
+        m / self.tau + ln_sum
+    }
+}
+
+/// τ > 1: `(x/2 − m/2)/(τ/2)`. Halving is exact (barring subnormals, where it moves the value
+/// by at most 2⁻¹⁵⁰), and the halved difference cannot overflow, so rows spanning more than the
+/// float range still give the exact quotient, as CONFORMANCE.md requires.
+#[derive(Clone, Copy)]
+pub(crate) struct HalfSubDiv<F> {
+    half_tau: F,
+    inv_half: F,
+    tau: F,
+}
+impl<F: Float> HalfSubDiv<F> {
+    #[inline(always)]
+    pub(crate) fn new(tau: F) -> Self {
+        let half_tau = tau * F::HALF;
+        HalfSubDiv {
+            half_tau,
+            inv_half: F::ONE / half_tau,
+            tau,
+        }
+    }
+}
+impl<F: Float> Scale<F> for HalfSubDiv<F> {
+    #[inline(always)]
+    fn shift(self, p: F, m: F) -> (F, F) {
+        let (hi, lo) = exact_diff(p * F::HALF, m * F::HALF);
+        (hi / self.half_tau, lo * self.inv_half)
+    }
+    #[inline(always)]
+    fn lse(self, m: F, ln_sum: F) -> F {
+        m / self.tau + ln_sum
     }
 }
 
@@ -206,7 +227,7 @@ impl<F: Float> Scale<F> for SubFirst<F> {
 /// Result of the max pass over a row.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Scan<F> {
-    /// Max of `pre(x)` over the row (`-inf` if every entry is `-inf`/masked).
+    /// Max over the row (`-inf` if every entry is `-inf`/masked).
     pub max: F,
     /// Some entry is NaN (masked entries excluded).
     pub nan: bool,
@@ -214,7 +235,7 @@ pub(crate) struct Scan<F> {
 
 /// The max pass.
 #[inline(always)]
-pub(crate) fn scan<F: Float, L: Load<F>, S: Scale<F>>(src: L, s: S) -> Scan<F> {
+pub(crate) fn scan<F: Float, L: Load<F>>(src: L) -> Scan<F> {
     let mut m = [F::NEG_INFINITY; LANES];
     let mut nan = [false; LANES];
     for_each_chunk(
@@ -222,7 +243,7 @@ pub(crate) fn scan<F: Float, L: Load<F>, S: Scale<F>>(src: L, s: S) -> Scan<F> {
         #[inline(always)]
         |c| {
             for ((m, nan), &x) in m.iter_mut().zip(nan.iter_mut()).zip(c) {
-                let p = s.pre(x);
+                let p = x;
                 *nan |= p.is_nan();
                 *m = select(p > *m, p, *m);
             }
@@ -299,35 +320,39 @@ fn add_lanes<F: Float, const K: usize>(part: &mut [[F; LANES]; K], v: &[[F; LANE
 
 /// Sums `K` per-chunk quantities `f(chunk)` over `chunks` and then `tail`, each as `hi + lo`.
 ///
-/// Blocked and compensated: each lane adds [`BLOCK`] values plainly (error at most 15 units of
-/// roundoff of that block sum), and the block sums go into the per-lane TwoSum totals. The error
-/// does not grow with the row length (a plain running sum of 16M values drifts by ~1e-3), and
-/// the inner loop costs one add per value and quantity. `f` is called from two sites: give it
-/// `#[inline(always)]`.
+/// Blocked and compensated: each lane adds at most [`BLOCK`] values plainly (error at most 15
+/// units of roundoff of that block sum), and the block sums go into the per-lane TwoSum totals.
+/// The error does not grow with the row length (a plain running sum of 16M values drifts by
+/// ~1e-3), and the inner loop costs one add per value and quantity. `f` is called from two
+/// sites: give it `#[inline(always)]`.
 #[inline(always)]
 pub(crate) fn sums<F: Float, T, const K: usize>(
     mut chunks: impl Iterator<Item = T>,
-    tail: T,
+    tail: Option<T>,
     mut f: impl FnMut(&T) -> [[F; LANES]; K],
 ) -> [(F, F); K] {
     let mut tot = [Totals::ZERO; K];
+    let mut part;
     loop {
-        let mut part = [[F::ZERO; LANES]; K];
+        part = [[F::ZERO; LANES]; K];
         let mut n = 0;
         for c in chunks.by_ref().take(BLOCK) {
             add_lanes(&mut part, &f(&c));
             n += 1;
         }
-        tot = fold_block(tot, part);
         if n < BLOCK {
             break;
         }
+        tot = fold_block(tot, part);
     }
-    tot = fold_block(tot, f(&tail));
-    tot.map(Totals::finish)
+    // The last, partial block has room for the tail: fold both at once.
+    if let Some(t) = tail {
+        add_lanes(&mut part, &f(&t));
+    }
+    fold_block(tot, part).map(Totals::finish)
 }
 
-/// `e^d` for one chunk, `d = shift(pre(x), m) <= 0`.
+/// `e^d` for one chunk, `d = shift(x, m) <= 0`.
 #[inline(always)]
 pub(crate) fn exp_chunk<F: Float, B: Backend<F>, S: Scale<F>>(
     s: S,
@@ -336,36 +361,60 @@ pub(crate) fn exp_chunk<F: Float, B: Backend<F>, S: Scale<F>>(
 ) -> [F; LANES] {
     let mut e = [F::ZERO; LANES];
     for (e, &x) in e.iter_mut().zip(x) {
-        let (hi, lo) = s.shift(s.pre(x), m);
+        let (hi, lo) = s.shift(x, m);
         *e = B::exp_shifted(hi, lo);
     }
     e
 }
 
-/// `Σ e^d` over a row whose max is the finite `m`.
+/// `e^d` for one chunk split in two: the entries at the maximum (`d = 0` exactly, since the shift
+/// is exact) are counted in the second array, the others' `e^d` are in the first.
+#[inline(always)]
+pub(crate) fn exp_chunk_split<F: Float, B: Backend<F>, S: Scale<F>>(
+    s: S,
+    m: F,
+    x: &[F; LANES],
+) -> [[F; LANES]; 2] {
+    let mut e = [F::ZERO; LANES];
+    let mut k = [F::ZERO; LANES];
+    for ((e, k), &x) in e.iter_mut().zip(k.iter_mut()).zip(x) {
+        let (hi, lo) = s.shift(x, m);
+        let at_max = hi == F::ZERO;
+        *e = select(at_max, F::ZERO, B::exp_shifted(hi, lo));
+        *k = select(at_max, F::ONE, F::ZERO);
+    }
+    [e, k]
+}
+
+/// `Σ e^d` over a row whose max is the finite `m`, as `hi + lo`, with `Σ e^d − 1` kept to full
+/// relative precision: the maxima contribute an exact count and only the other terms are summed,
+/// so when they are tiny (a peaked row) they are not rounded away against the 1s. That matters
+/// to the entropy, to log-probabilities near 0 and to KL; softmax itself only needs the sum to
+/// 1e-7 relative and uses the one-array sum in its fused store pass.
 #[inline(always)]
 pub(crate) fn sum_exp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     src: L,
     s: S,
     m: F,
 ) -> (F, F) {
-    let [sum] = sums(
+    let [(e_hi, e_lo), (k, _)] = sums(
         src.chunks(),
         src.tail(),
         #[inline(always)]
-        |c| [exp_chunk::<F, B, S>(s, m, c)],
+        |c| exp_chunk_split::<F, B, S>(s, m, c),
     );
-    sum
+    let (hi, lo) = two_sum(k, e_hi);
+    two_sum(hi, lo + e_lo)
 }
 
-/// Number of entries with `pre(x) == +inf`.
+/// Number of entries equal to `+inf`.
 #[inline(always)]
-pub(crate) fn count_pos_inf<F: Float, L: Load<F>, S: Scale<F>>(src: L, s: S) -> usize {
+pub(crate) fn count_pos_inf<F: Float, L: Load<F>>(src: L) -> usize {
     let mut n = 0usize;
     for_each_chunk(
         src,
         #[inline(always)]
-        |c| n += c.iter().filter(|&&x| s.pre(x) == F::INFINITY).count(),
+        |c| n += c.iter().filter(|&&x| x == F::INFINITY).count(),
     );
     n
 }
@@ -412,19 +461,13 @@ pub(crate) trait Io<F: Float> {
     fn update(&mut self, f: impl FnMut(F) -> F);
 }
 
-#[inline(always)]
-fn write_tail<F: Float>(tail: &mut [F], v: [F; LANES]) {
-    for (o, v) in tail.iter_mut().zip(v) {
-        *o = v;
-    }
-}
-
-/// The block loop of [`Io::map_sum`] over (output chunk, input chunk) pairs.
+/// The block loop of [`Io::map_sum`] over (output chunk, input chunk) pairs; returns the totals
+/// of the full blocks and the lane sums of the last, partial block (not yet folded).
 #[inline(always)]
 fn map_sum_pairs<'o, F: Float + 'o>(
     mut pairs: impl Iterator<Item = (&'o mut [F; LANES], [F; LANES])>,
     mut f: impl FnMut(&[F; LANES]) -> [F; LANES],
-) -> [Totals<F>; 1] {
+) -> ([Totals<F>; 1], [[F; LANES]; 1]) {
     let mut tot = [Totals::ZERO; 1];
     loop {
         let mut part = [[F::ZERO; LANES]; 1];
@@ -435,11 +478,30 @@ fn map_sum_pairs<'o, F: Float + 'o>(
             add_lanes(&mut part, &[v]);
             n += 1;
         }
-        tot = fold_block(tot, part);
         if n < BLOCK {
-            return tot;
+            return (tot, part);
         }
+        tot = fold_block(tot, part);
     }
+}
+
+/// Runs `f` on the padded tail (if any), stores the real part, and finishes the sum.
+#[inline(always)]
+fn finish_map_sum<F: Float>(
+    (tot, mut part): ([Totals<F>; 1], [[F; LANES]; 1]),
+    tail_in: Option<[F; LANES]>,
+    tail_out: &mut [F],
+    mut f: impl FnMut(&[F; LANES]) -> [F; LANES],
+) -> (F, F) {
+    if let Some(t) = tail_in {
+        let v = f(&t);
+        for (o, &v) in tail_out.iter_mut().zip(&v) {
+            *o = v;
+        }
+        add_lanes(&mut part, &[v]);
+    }
+    let [t] = fold_block(tot, part);
+    t.finish()
 }
 
 /// Read from `src`, write to `out` (same length, checked by the caller).
@@ -466,11 +528,8 @@ impl<F: Float, L: Load<F>> Io<F> for OutOfPlace<'_, F, L> {
     #[inline(always)]
     fn map_sum(&mut self, mut f: impl FnMut(&[F; LANES]) -> [F; LANES]) -> (F, F) {
         let (chunks, tail) = self.out.as_chunks_mut::<LANES>();
-        let tot = map_sum_pairs(chunks.iter_mut().zip(self.src.chunks()), &mut f);
-        let v = f(&self.src.tail());
-        write_tail(tail, v);
-        let [t] = fold_block(tot, [v]);
-        t.finish()
+        let blocks = map_sum_pairs(chunks.iter_mut().zip(self.src.chunks()), &mut f);
+        finish_map_sum(blocks, self.src.tail(), tail, f)
     }
     #[inline(always)]
     fn update(&mut self, mut f: impl FnMut(F) -> F) {
@@ -499,17 +558,15 @@ impl<F: Float> Io<F> for InPlace<'_, F> {
     #[inline(always)]
     fn map_sum(&mut self, mut f: impl FnMut(&[F; LANES]) -> [F; LANES]) -> (F, F) {
         let (chunks, tail) = self.0.as_chunks_mut::<LANES>();
-        let tot = map_sum_pairs(
+        let blocks = map_sum_pairs(
             chunks.iter_mut().map(|o| {
                 let c = *o;
                 (o, c)
             }),
             &mut f,
         );
-        let v = f(&pad(tail.iter().copied()));
-        write_tail(tail, v);
-        let [t] = fold_block(tot, [v]);
-        t.finish()
+        let t = pad(tail.iter().copied());
+        finish_map_sum(blocks, t, tail, f)
     }
     #[inline(always)]
     fn update(&mut self, mut f: impl FnMut(F) -> F) {

@@ -48,8 +48,8 @@
 //! tests in `harness/tests`): softmax outputs `>= 1e-30` within 2e-6 relative, for rows of any
 //! length (16M-element rows included: the sums are compensated, so they do not drift with
 //! length); log_softmax and logsumexp within a few ULP plus `2⁻²³·|value|`. With a temperature
-//! τ ≠ 1 the rounding of `x/τ` adds up to `2⁻²⁴·|x − max|/τ` relative. Each function states its
-//! own figure.
+//! τ ≠ 1 the only extra rounding is that of `d = (x − max)/τ` (the shift is exact and divided
+//! once): at most `2⁻²⁴·(|d_i| + E_p|d|)` relative. Each function states its own figure.
 //!
 //! # Edge semantics
 //!

@@ -83,13 +83,13 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// if the max is finite, one exp-sum pass. The max is in the scale's `pre` space.
     #[inline(always)]
     pub(crate) fn of_row<L: Load<F>, S: Scale<F>>(src: L, s: S) -> Self {
-        let sc = kernel::scan(src, s);
+        let sc = kernel::scan(src);
         if sc.nan {
             Self::poisoned()
         } else if sc.max == F::NEG_INFINITY {
             Self::from_parts(F::NEG_INFINITY, F::ZERO, F::ZERO)
         } else if sc.max == F::INFINITY {
-            let k = kernel::count_pos_inf(src, s);
+            let k = kernel::count_pos_inf(src);
             Self::from_parts(F::INFINITY, F::from_usize(k), F::ZERO)
         } else {
             let (hi, lo) = kernel::sum_exp::<F, B, L, S>(src, s, sc.max);
@@ -328,7 +328,7 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// `ln_sum` (hoisted out of the loops by the callers).
     #[inline(always)]
     pub(crate) fn log_prob_scaled<S: Scale<F>>(&self, s: S, x: F, ln_sum: F) -> F {
-        let p = s.pre(x);
+        let p = x;
         if self.max.is_finite() {
             let (hi, lo) = s.shift(p, self.max);
             // lo is NaN when hi = -inf.
@@ -343,10 +343,10 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     }
 
     /// [`prob`](Self::prob) of a raw value read through a temperature mode, given `1/sum`;
-    /// `pre(x)` must not exceed the max (true for every value of the row the state came from).
+    /// `x` must not exceed the max (true for every value of the row the state came from).
     #[inline(always)]
     pub(crate) fn prob_scaled<S: Scale<F>>(&self, s: S, x: F, inv_sum: F) -> F {
-        let p = s.pre(x);
+        let p = x;
         if self.max.is_finite() {
             let (hi, lo) = s.shift(p, self.max);
             B::exp_shifted(hi, lo) * inv_sum

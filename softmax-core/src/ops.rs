@@ -44,11 +44,13 @@ pub fn softmax<F: Float, B: Backend<F>>(_backend: B, x: &[F], y: &mut [F]) -> Re
 
 /// softmax of one row at temperature τ: `softmax(x/τ)`.
 ///
-/// τ >= 1 divides before shifting, τ < 1 shifts (exactly) before dividing, so neither `x/τ` nor
-/// `x − max` overflows where the exact `(x − max)/τ` does not.
+/// The shift `x − max` is exact and divided once (for τ > 1 both operands are halved first, which
+/// is exact), so nothing overflows where the exact `(x − max)/τ` does not, and the only extra
+/// rounding is that of the quotient.
 ///
-/// Accuracy: as [`softmax`] plus the rounding of `x/τ` (relative error of an output
-/// `<= 2⁻²⁴·|x_i − max|/τ` extra in f32); exact extra-free for τ = 1.
+/// Accuracy: as [`softmax`] plus the rounding of the quotients `d_j = (x_j − max)/τ`, each off by
+/// at most `2⁻²⁴·|d_j|` in f32: output `i` gains a relative error of at most
+/// `2⁻²⁴·(|d_i| + Σ_j p_j·|d_j|)` (none for τ = 1).
 ///
 /// # Errors
 ///
@@ -290,7 +292,10 @@ pub fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F]) -> Result<(), Erro
 /// `dx = dy − softmax·Σ dy` with `softmax = e^y`.
 ///
 /// Entries with `y_i = -inf` (masked or `-inf` logits) are constants: `dx_i = 0` and `dy_i` does
-/// not enter the sum.
+/// not enter the sum. From `y` alone that also freezes a finite logit whose log-probability
+/// overflowed to `-inf` (only in rows spanning more than the float range) and the finite entries
+/// of a row with `+inf` logits; [`rows::log_softmax_vjp_from_logits`](crate::rows::log_softmax_vjp_from_logits)
+/// takes the logits and handles those as CONFORMANCE.md specifies.
 ///
 /// Accuracy: `Σ dy` is compensated; `e^y` carries the backend's exp error.
 ///
@@ -607,7 +612,7 @@ pub fn temperature_for_entropy<F: Float, B: Backend<F>>(
     target: F,
 ) -> Result<F, Error> {
     check_row(x.len())?;
-    let sc = kernel::scan(Plain(x), Unit);
+    let sc = kernel::scan(Plain(x));
     if sc.nan || !sc.max.is_finite() || !target.is_finite() {
         return Err(Error::EntropyOutOfRange);
     }
@@ -622,7 +627,7 @@ pub fn temperature_for_entropy<F: Float, B: Backend<F>>(
     let (mut lo, mut hi) = (F::ONE, F::ONE);
     if h(F::ONE) < target {
         loop {
-            hi = hi * F::TWO;
+            hi *= F::TWO;
             if !hi.is_finite() {
                 return Err(Error::EntropyOutOfRange);
             }
@@ -633,7 +638,7 @@ pub fn temperature_for_entropy<F: Float, B: Backend<F>>(
         }
     } else {
         loop {
-            lo = lo * F::HALF;
+            lo *= F::HALF;
             if lo == F::ZERO {
                 return Err(Error::EntropyOutOfRange);
             }

@@ -3,16 +3,16 @@
 //! wrappers that validate lengths once and call these.
 
 use crate::backend::Backend;
-use crate::float::select;
+use crate::float::{select, two_sum};
 use crate::kernel::{self, Io, Load, Scale, LANES};
 use crate::{Float, LogSumExp};
 
 /// softmax: max pass, one exp pass that stores `e^d` and sums it, one scaling pass.
 #[inline(always)]
 pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
-    let sc = kernel::scan(io.src(), s);
+    let sc = kernel::scan(io.src());
     if !sc.max.is_finite() || sc.nan {
-        fill_limit(io, s, sc);
+        fill_limit(io, sc);
         return;
     }
     let m = sc.max;
@@ -28,13 +28,13 @@ pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, 
 /// the row has a NaN, zeros if every entry is `-inf`, else the limit that shares the mass
 /// evenly among the `+inf` entries.
 #[inline(never)]
-fn fill_limit<F: Float, S: Scale<F>>(mut io: impl Io<F>, s: S, sc: kernel::Scan<F>) {
+fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
     let fill = select(sc.nan, F::NAN, F::ZERO);
     if sc.nan || sc.max == F::NEG_INFINITY {
         io.map(|_| fill);
     } else {
-        let inv = F::ONE / F::from_usize(kernel::count_pos_inf(io.src(), s));
-        io.map(|x| select(s.pre(x) == F::INFINITY, inv, F::ZERO));
+        let inv = F::ONE / F::from_usize(kernel::count_pos_inf(io.src()));
+        io.map(|x| select(x == F::INFINITY, inv, F::ZERO));
     }
 }
 
@@ -61,7 +61,7 @@ pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L
 /// lse − E_p[x/τ] with both terms shifted by the max so neither cancels (both are >= 0).
 #[inline(always)]
 pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
-    let sc = kernel::scan(src, s);
+    let sc = kernel::scan(src);
     if !sc.max.is_finite() || sc.nan {
         let st = LogSumExp::<F, B>::of_row(src, s);
         return if st.max() == F::INFINITY {
@@ -73,23 +73,24 @@ pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, 
         };
     }
     let m = sc.max;
-    let [(hi, lo), (ed_hi, ed_lo)] = kernel::sums(
+    let [(e_hi, e_lo), (k, _), (ed_hi, ed_lo)] = kernel::sums(
         src.chunks(),
         src.tail(),
         #[inline(always)]
         |c| {
-            let mut e = [F::ZERO; LANES];
+            let [e, k] = kernel::exp_chunk_split::<F, B, S>(s, m, c);
             let mut ed = [F::ZERO; LANES];
-            for ((e, ed), &x) in e.iter_mut().zip(ed.iter_mut()).zip(c) {
-                let (hi, lo) = s.shift(s.pre(x), m);
-                *e = B::exp_shifted(hi, lo);
-                // -d·e^d >= 0; entries with e^d = 0 (d = -inf included) contribute 0.
-                *ed = select(*e == F::ZERO, F::ZERO, -(hi * *e));
+            for ((ed, &e), &x) in ed.iter_mut().zip(&e).zip(c) {
+                // -d·e^d >= 0; entries with e^d = 0 (d = -inf included) and the maxima (d = 0)
+                // contribute 0.
+                let d = s.shift(x, m).0;
+                *ed = select(e == F::ZERO, F::ZERO, -(d * e));
             }
-            [e, ed]
+            [e, k, ed]
         },
     );
-    let st = LogSumExp::<F, B>::from_parts(m, hi, lo);
+    let (hi, lo) = two_sum(k, e_hi);
+    let st = LogSumExp::<F, B>::from_parts(m, hi, lo + e_lo);
     st.ln_sum() + (ed_hi + ed_lo) * st.inv_sum()
 }
 
@@ -104,7 +105,7 @@ pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s
     let (lp_sum, lq_sum, inv_p) = (sp.ln_sum(), sq.ln_sum(), sp.inv_sum());
     let [(hi, lo)] = kernel::sums(
         p.chunks().zip(q.chunks()),
-        (p.tail(), q.tail()),
+        p.tail().zip(q.tail()),
         #[inline(always)]
         |(pc, qc)| {
             [core::array::from_fn(|i| {
@@ -123,15 +124,15 @@ pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s
 /// `max(d − thr, 0)`.
 #[inline(always)]
 pub(crate) fn sparsemax<F: Float, S: Scale<F>>(mut io: impl Io<F>, s: S) {
-    let sc = kernel::scan(io.src(), s);
+    let sc = kernel::scan(io.src());
     if sc.nan || !sc.max.is_finite() {
-        fill_limit(io, s, sc);
+        fill_limit(io, sc);
         return;
     }
     let m = sc.max;
     let thr = sparsemax_threshold(io.src(), s, m);
     io.map(|x| {
-        let d = s.shift(s.pre(x), m).0;
+        let d = s.shift(x, m).0;
         select(d > thr, d - thr, F::ZERO)
     });
 }
@@ -155,7 +156,7 @@ fn sparsemax_threshold<F: Float, L: Load<F>, S: Scale<F>>(src: L, s: S, m: F) ->
                 let mut v = [F::ZERO; LANES];
                 let mut n = [F::ZERO; LANES];
                 for ((v, n), &x) in v.iter_mut().zip(n.iter_mut()).zip(c) {
-                    let d = s.shift(s.pre(x), m).0;
+                    let d = s.shift(x, m).0;
                     let inside = d > thr;
                     *v = select(inside, d, F::ZERO);
                     *n = select(inside, F::ONE, F::ZERO);
@@ -163,8 +164,9 @@ fn sparsemax_threshold<F: Float, L: Load<F>, S: Scale<F>>(src: L, s: S, m: F) ->
                 [v, n]
             },
         );
-        // The count is an exact integer in hi + lo; k >= 1 always (the max entry).
-        let k = k_hi.to_f64() as usize + k_lo.to_f64() as isize as usize;
+        // The count is an exact integer in hi + lo (exact again in f64); k >= 1 always (the
+        // max entry). The float-to-int cast saturates, so no overflow is possible.
+        let k = (k_hi.to_f64() + k_lo.to_f64()) as usize;
         if k >= prev || k == 0 {
             return thr;
         }
@@ -178,10 +180,13 @@ fn sparsemax_threshold<F: Float, L: Load<F>, S: Scale<F>>(src: L, s: S, m: F) ->
 pub(crate) fn sum2<F: Float>(a: &[F], b: &[F], f: impl Fn(F, F) -> F) -> F {
     let (ac, at) = a.as_chunks::<LANES>();
     let (bc, bt) = b.as_chunks::<LANES>();
-    let mut tail = [F::ZERO; LANES];
-    for ((t, &a), &b) in tail.iter_mut().zip(at).zip(bt) {
-        *t = f(a, b);
-    }
+    let tail = (!at.is_empty()).then(|| {
+        let mut t = [F::ZERO; LANES];
+        for ((t, &a), &b) in t.iter_mut().zip(at).zip(bt) {
+            *t = f(a, b);
+        }
+        t
+    });
     let mapped = ac
         .iter()
         .zip(bc)
@@ -206,36 +211,72 @@ pub(crate) fn map2<F: Float>(a: &[F], b: &[F], out: &mut [F], f: impl Fn(F, F) -
 /// softmax VJP from the output `y`: `dx = y ⊙ (dy − ⟨y, dy⟩) / τ`. Entries with `y = 0`
 /// (masked, `-inf`, or underflowed) are constants: `dx = 0` and their `dy` is not read.
 #[inline(always)]
-pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], inv_tau: F) {
+pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     let dot = sum2(y, dy, |y, g| select(y == F::ZERO, F::ZERO, y * g));
     map2(y, dy, dx, |y, g| {
-        select(y == F::ZERO, F::ZERO, y * (g - dot) * inv_tau)
+        select(y == F::ZERO, F::ZERO, y * (g - dot) / tau)
     });
 }
 
 /// log_softmax VJP from the output `y`: `dx = (dy − e^y·Σdy) / τ`, with `-inf` entries
 /// (masked or `-inf` logits) constants: `dx = 0` and their `dy` not in the sum.
 #[inline(always)]
-pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(
-    y: &[F],
-    dy: &[F],
-    dx: &mut [F],
-    inv_tau: F,
-) {
+pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     let total = sum2(y, dy, |y, g| select(y == F::NEG_INFINITY, F::ZERO, g));
     map2(y, dy, dx, |y, g| {
-        select(
-            y == F::NEG_INFINITY,
-            F::ZERO,
-            (g - B::exp(y) * total) * inv_tau,
-        )
+        select(y == F::NEG_INFINITY, F::ZERO, (g - B::exp(y) * total) / tau)
     });
+}
+
+/// log_softmax VJP from the logits, as CONFORMANCE.md defines it: entries that are masked or
+/// `-inf` are constants (`dx = 0`, their `dy` not summed); every other entry takes part, also one
+/// whose log-probability overflowed to `-inf` (a row spanning more than the float range) and the
+/// finite entries of a row with `+inf` ones (limit distribution): `dx = (dy − p·Σdy)/τ`. A NaN
+/// row gives NaN everywhere.
+#[inline(always)]
+pub(crate) fn log_softmax_vjp_logits<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
+    src: L,
+    s: S,
+    dy: &[F],
+    dx: &mut [F],
+    tau: F,
+) {
+    let st = LogSumExp::<F, B>::of_row(src, s);
+    if st.max().is_nan() {
+        dx.fill(F::NAN);
+        return;
+    }
+    let inv = st.inv_sum();
+    let (dc, dt) = dy.as_chunks::<LANES>();
+    let live = |x: F, g: F| select(x == F::NEG_INFINITY, F::ZERO, g);
+    let mapped = src
+        .chunks()
+        .zip(dc)
+        .map(|(x, g)| core::array::from_fn(|i| live(x[i], g[i])));
+    let tail = src.tail().map(|x| {
+        let mut t = [F::ZERO; LANES];
+        for ((t, &x), &g) in t.iter_mut().zip(&x).zip(dt) {
+            *t = live(x, g);
+        }
+        t
+    });
+    let [(hi, lo)] = kernel::sums(
+        mapped,
+        tail,
+        #[inline(always)]
+        |v: &[F; LANES]| [*v],
+    );
+    let total = hi + lo;
+    for ((o, x), &g) in dx.iter_mut().zip(src.iter()).zip(dy) {
+        let p = st.prob_scaled(s, x, inv);
+        *o = select(x == F::NEG_INFINITY, F::ZERO, (g - p * total) / tau);
+    }
 }
 
 /// sparsemax VJP from the output `y`: on the support `S = {y > 0}`,
 /// `dx = (dy − mean_S dy) / τ`; 0 elsewhere. A NaN row gives NaN.
 #[inline(always)]
-pub(crate) fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], inv_tau: F) {
+pub(crate) fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     if y.iter().any(|v| v.is_nan()) {
         dx.iter_mut().for_each(|d| *d = F::NAN);
         return;
@@ -244,7 +285,7 @@ pub(crate) fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], inv_tau: 
     let k = y.iter().filter(|&&v| v > F::ZERO).count();
     let mean = total / F::from_usize(k);
     map2(y, dy, dx, |y, g| {
-        select(y > F::ZERO, (g - mean) * inv_tau, F::ZERO)
+        select(y > F::ZERO, (g - mean) / tau, F::ZERO)
     });
 }
 

@@ -275,12 +275,11 @@ pub fn softmax_vjp<F: Float>(
     temperature: F,
 ) -> Result<(), Error> {
     check_vjp(y, dy, dx, n, temperature)?;
-    let inv = F::ONE / temperature;
     let rows = RowIter::new(y, n)
         .zip(RowIter::new(dy, n))
         .zip(RowIterMut::new(dx, n));
     for ((y, dy), dx) in rows {
-        row::softmax_vjp(y, dy, dx, inv);
+        row::softmax_vjp(y, dy, dx, temperature);
     }
     Ok(())
 }
@@ -310,13 +309,62 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
     temperature: F,
 ) -> Result<(), Error> {
     check_vjp(y, dy, dx, n, temperature)?;
-    let inv = F::ONE / temperature;
     let rows = RowIter::new(y, n)
         .zip(RowIter::new(dy, n))
         .zip(RowIterMut::new(dx, n));
     for ((y, dy), dx) in rows {
-        row::log_softmax_vjp::<F, B>(y, dy, dx, inv);
+        row::log_softmax_vjp::<F, B>(y, dy, dx, temperature);
     }
+    Ok(())
+}
+
+/// log_softmax VJP for each row, from the logits `x` (with the spec's temperature and mask) and
+/// upstream `dy`: `dx = (dy − softmax·Σdy)/τ`, where masked and `-inf` logits are constants
+/// (`dx = 0`, their `dy` not summed), exactly as `shared/CONFORMANCE.md` specifies.
+///
+/// Prefer this to [`log_softmax_vjp`] when the logits are at hand: from the output alone a masked
+/// entry cannot be told from a finite logit whose log-probability overflowed to `-inf` (a row
+/// spanning more than the float range), nor the finite entries of a row with `+inf` logits,
+/// which take part in the limit distribution's gradient.
+///
+/// # Errors
+///
+/// As [`softmax`], and [`Error::LengthMismatch`] if `dy` or `dx` differ in length from `x`.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, Rows, backend::Poly};
+/// let mut dx = [0.0f32; 2];
+/// // log_softmax([3.4e38, -3.4e38]) = [0, -6.8e38 → -inf]; the second entry is still live.
+/// rows::log_softmax_vjp_from_logits(Poly, &[3.4e38, -3.4e38], &[0.0, 1.0], &mut dx, &Rows::new(2)).unwrap();
+/// assert_eq!(dx, [-1.0, 1.0]);
+/// ```
+pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>>(
+    _backend: B,
+    x: &[F],
+    dy: &[F],
+    dx: &mut [F],
+    spec: &Rows<'_, F>,
+) -> Result<(), Error> {
+    spec.check(x.len())?;
+    check_len(x.len(), dy.len())?;
+    check_len(x.len(), dx.len())?;
+    let n = spec.n();
+    dispatch!(spec, |masks, s| {
+        let rows = RowIter::new(x, n)
+            .zip(RowIter::new(dy, n))
+            .zip(RowIterMut::new(dx, n));
+        for (((xr, dyr), dxr), m) in rows.zip(masks) {
+            row::log_softmax_vjp_logits::<F, B, _, _>(
+                m.load(xr),
+                s,
+                dyr,
+                dxr,
+                spec.temperature_value(),
+            );
+        }
+    });
     Ok(())
 }
 
@@ -375,12 +423,11 @@ pub fn sparsemax_vjp<F: Float>(
     temperature: F,
 ) -> Result<(), Error> {
     check_vjp(y, dy, dx, n, temperature)?;
-    let inv = F::ONE / temperature;
     let rows = RowIter::new(y, n)
         .zip(RowIter::new(dy, n))
         .zip(RowIterMut::new(dx, n));
     for ((y, dy), dx) in rows {
-        row::sparsemax_vjp(y, dy, dx, inv);
+        row::sparsemax_vjp(y, dy, dx, temperature);
     }
     Ok(())
 }

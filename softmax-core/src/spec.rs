@@ -159,7 +159,7 @@ impl<'a, F: Float> Rows<'a, F> {
         if self.n == 0 {
             return Err(Error::EmptyRow);
         }
-        if len % self.n != 0 {
+        if !len.is_multiple_of(self.n) {
             return Err(Error::LengthMismatch {
                 expected: (len / self.n + 1) * self.n,
                 found: len,
@@ -323,7 +323,7 @@ impl<'m, F: Float> RowMask<F> for BiasRow<'m, F> {
 }
 
 /// Runs `$body` with `$s` bound to the temperature mode for τ (already validated):
-/// τ = 1 → no scaling, τ >= 1 → divide first, τ < 1 → subtract first.
+/// τ = 1 → no scaling, τ > 1 → halve, subtract, divide by τ/2; τ < 1 → subtract, divide.
 macro_rules! with_scale {
     ($tau:expr, |$s:ident| $body:expr) => {{
         let tau = $tau;
@@ -331,10 +331,10 @@ macro_rules! with_scale {
             let $s = $crate::kernel::Unit;
             $body
         } else if tau > F::ONE {
-            let $s = $crate::kernel::DivFirst(tau);
+            let $s = $crate::kernel::HalfSubDiv::new(tau);
             $body
         } else {
-            let $s = $crate::kernel::SubFirst(tau);
+            let $s = $crate::kernel::SubDiv::new(tau);
             $body
         }
     }};
