@@ -1,1 +1,61 @@
-fn main() {}
+//! `harness`: the demo (default), the conformance CLI (`conform`), and the speed table (`bench`).
+//!
+//! ```text
+//! cargo run --release -p harness              # demo: the softmax family on the seeds' examples
+//! cargo run --release -p harness -- conform   # JSON-lines protocol of shared/CONFORMANCE.md
+//! cargo run --release -p harness -- bench     # ratio table against scalar libm
+//! ```
+
+mod bench;
+mod conform;
+mod demo;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None | Some("demo") => {
+            let out = io::stdout();
+            let mut out = out.lock();
+            match demo::run(&mut out) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("harness: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("conform") => {
+            let stdin = io::stdin();
+            let out = io::stdout();
+            let mut out = io::BufWriter::new(out.lock());
+            match conform::run(stdin.lock(), &mut out).and_then(|()| out.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("harness conform: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("bench") => {
+            let out = io::stdout();
+            match bench::run(&mut out.lock()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("harness bench: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Some("-h" | "--help" | "help") => {
+            println!("usage: harness [demo | conform | bench]");
+            ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!("harness: unknown command {other:?}; try `harness --help`");
+            ExitCode::from(2)
+        }
+    }
+}

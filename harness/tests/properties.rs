@@ -1,0 +1,454 @@
+//! Property tests for softmax-core: the invariants of shared/DESIGN.md that concern the softmax
+//! family, and agreement with the naive f64 reference of `harness::reference`.
+//!
+//! Tolerances: softmax outputs are compared relatively (2e-6 for f32 outputs >= 1e-30, the
+//! crate's stated bound); log-domain outputs absolutely, with `|err| <= 4·2⁻²⁴·(1 + |y|)`:
+//! an f32 result carries half an ulp of `|y|` from its own rounding, plus the exp/ln/sum errors
+//! (a few 2⁻²⁴) that enter `ln Σ` absolutely.
+
+use harness::reference as r;
+use proptest::prelude::*;
+use softmax_core::backend::{Backend, Libm, MicroMath, Poly};
+use softmax_core::{rows, LogSumExp, Rows};
+
+const U: f64 = 1.0 / 16_777_216.0; // 2^-24, unit roundoff of f32
+
+/// Logit rows: mostly moderate, sometimes wide, with mixed magnitudes (the case where `x − max`
+/// is inexact in f32), ties, and large offsets.
+fn logits(max_len: usize) -> impl Strategy<Value = Vec<f32>> {
+    let scale = prop_oneof![Just(1.0f32), Just(10.0), Just(40.0), Just(1e-3)];
+    let offset = prop_oneof![Just(0.0f32), Just(100.0), Just(-1.0e4), Just(3.0e5)];
+    (
+        scale,
+        offset,
+        prop::collection::vec(-1.0f32..1.0, 1..max_len),
+        any::<u64>(),
+    )
+        .prop_map(|(s, o, u, seed)| {
+            let mut v: Vec<f32> = u.iter().map(|&u| u * s + o).collect();
+            // Deterministic ties and magnitude mixes driven by the seed.
+            if seed % 5 == 0 && v.len() > 2 {
+                let a = v[0];
+                let last = v.len() - 1;
+                v[last] = a;
+            }
+            if seed % 7 == 0 {
+                for (i, x) in v.iter_mut().enumerate() {
+                    if i % 3 == 0 {
+                        *x *= 1e-4;
+                    }
+                }
+            }
+            v
+        })
+}
+
+fn widen(x: &[f32]) -> Vec<f64> {
+    x.iter().map(|&v| v as f64).collect()
+}
+
+fn check_probs(
+    got: &[f32],
+    want: &[f64],
+    extra: impl Fn(usize) -> f64,
+) -> Result<(), TestCaseError> {
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let tol = 2e-6 + extra(i);
+        if w >= 1e-30 {
+            let rel = ((g as f64) - w).abs() / w;
+            prop_assert!(
+                rel <= tol,
+                "index {i}: got {g:e}, want {w:e}, rel {rel:e} > {tol:e}"
+            );
+        } else {
+            // Below 1e-30 (outside the stated bound) the same relative error plus the spacing of
+            // the f32 subnormals (2^-149 = 1.4e-45), which is all an underflowing result can keep.
+            let err = ((g as f64) - w).abs();
+            prop_assert!(
+                err <= tol * w + 1.5e-45,
+                "index {i}: got {g:e}, want {w:e}, err {err:e}"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check_log(got: f32, want: f64, what: &str) -> Result<(), TestCaseError> {
+    let err = ((got as f64) - want).abs();
+    let tol = 4.0 * U * (1.0 + want.abs());
+    prop_assert!(
+        err <= tol,
+        "{what}: got {got:e}, want {want:e}, err {err:e} > {tol:e}"
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn softmax_matches_f64_reference(x in logits(300)) {
+        let want = r::softmax(&widen(&x), 1.0, None);
+        for backend in 0..2 {
+            let mut y = vec![0.0f32; x.len()];
+            if backend == 0 {
+                softmax_core::softmax(Poly, &x, &mut y).unwrap();
+            } else {
+                softmax_core::softmax(Libm, &x, &mut y).unwrap();
+            }
+            check_probs(&y, &want, |_| 0.0)?;
+        }
+    }
+
+    #[test]
+    fn softmax_with_temperature_matches_reference(x in logits(200), t in prop_oneof![Just(0.05f32), Just(0.5), Just(2.0), Just(10.0)]) {
+        let want = r::softmax(&widen(&x), t as f64, None);
+        let mut y = vec![0.0f32; x.len()];
+        softmax_core::softmax_with_temperature(Poly, &x, t, &mut y).unwrap();
+        // The documented extra error: each quotient d_j = (x_j − max)/τ is rounded once
+        // (|error| <= 2^-24·|d_j|), which moves output i by 2^-24·(|d_i| + Σ_j p_j·|d_j|).
+        let m = x.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let d: Vec<f64> = x.iter().map(|&v| (v as f64 - m).abs() / t as f64).collect();
+        let mean_d: f64 = want.iter().zip(&d).map(|(p, d)| p * d).sum();
+        check_probs(&y, &want, |i| U * (d[i] + mean_d))?;
+    }
+
+    #[test]
+    fn log_softmax_and_logsumexp_match_reference(x in logits(300)) {
+        let xd = widen(&x);
+        let want = r::log_softmax(&xd, 1.0, None);
+        let mut y = vec![0.0f32; x.len()];
+        softmax_core::log_softmax(Poly, &x, &mut y).unwrap();
+        for (i, (&g, &w)) in y.iter().zip(&want).enumerate() {
+            check_log(g, w, &format!("log_softmax[{i}]"))?;
+        }
+        check_log(softmax_core::logsumexp(Poly, &x).unwrap(), r::logsumexp(&xd, 1.0, None), "logsumexp")?;
+    }
+
+    #[test]
+    fn entropy_matches_reference(x in logits(200), t in prop_oneof![Just(0.25f32), Just(1.0), Just(4.0)]) {
+        let want = r::entropy(&widen(&x), t as f64, None);
+        let got = softmax_core::entropy(Poly, &x, t).unwrap() as f64;
+        // Relative for H >= 1e-30; the x/τ rounding enters as in the softmax test.
+        let m = x.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let spread = x.iter().map(|&v| (v as f64 - m).abs()).fold(0.0, f64::max) / t as f64;
+        let tol = 1e-5 * want + 8.0 * U * (1.0 + spread) * want.max(1e-30) + 1e-37;
+        prop_assert!((got - want).abs() <= tol.max(4.0 * U * want), "H got {got:e} want {want:e}");
+        let ln_n = (x.len() as f64).ln();
+        prop_assert!(got >= 0.0 && got <= ln_n * (1.0 + 4.0 * U), "H = {got} outside [0, ln n = {ln_n}]");
+    }
+
+    /// Tiny terms in the same lane and block as the maximum (indices 0, 16, 32, …): the entropy
+    /// and the log-probability of the max are ~e^d and must keep their relative precision.
+    #[test]
+    fn peaked_rows_keep_relative_precision(gap in 20.0f32..80.0, n in 2usize..5, jitter in prop::collection::vec(0.0f32..1.0, 5)) {
+        let mut x = vec![-1000.0f32; 16 * n];
+        x[0] = 0.0;
+        for j in 1..n {
+            x[16 * j] = -gap - jitter[j];
+        }
+        let xd = widen(&x);
+        let h = softmax_core::entropy(Poly, &x, 1.0).unwrap() as f64;
+        let want = r::entropy(&xd, 1.0, None);
+        prop_assert!(((h - want) / want).abs() <= 1e-5, "H {h:e} want {want:e}");
+        let mut y = vec![0.0f32; x.len()];
+        softmax_core::log_softmax(Poly, &x, &mut y).unwrap();
+        let want0 = r::log_softmax(&xd, 1.0, None)[0];
+        prop_assert!(((y[0] as f64 - want0) / want0).abs() <= 1e-5, "log p_max {:e} want {want0:e}", y[0]);
+    }
+
+    #[test]
+    fn rows_sum_to_one_and_preserve_order(x in logits(300)) {
+        let mut y = vec![0.0f32; x.len()];
+        softmax_core::softmax(Poly, &x, &mut y).unwrap();
+        let s: f64 = y.iter().map(|&v| v as f64).sum();
+        prop_assert!((s - 1.0).abs() <= 4e-6, "sum {s}");
+        for i in 0..x.len() {
+            for j in 0..x.len() {
+                if x[i] < x[j] {
+                    prop_assert!(y[i] <= y[j], "order: x[{i}]={} < x[{j}]={} but y {} > {}", x[i], x[j], y[i], y[j]);
+                }
+            }
+        }
+    }
+
+    /// The shift x − max is computed exactly, so an exact shift of the input changes no bit.
+    #[test]
+    fn shift_invariance_is_bitwise(k in prop::collection::vec(-8000i32..8000, 1..200), c in -100_000i32..100_000) {
+        let x: Vec<f32> = k.iter().map(|&k| k as f32 / 8.0).collect();
+        let xs: Vec<f32> = k.iter().map(|&k| (k + c * 8) as f32 / 8.0).collect(); // exact in f32
+        let (mut a, mut b) = (vec![0.0f32; x.len()], vec![0.0f32; x.len()]);
+        softmax_core::softmax(Poly, &x, &mut a).unwrap();
+        softmax_core::softmax(Poly, &xs, &mut b).unwrap();
+        prop_assert_eq!(a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+        softmax_core::log_softmax(Poly, &x, &mut a).unwrap();
+        softmax_core::log_softmax(Poly, &xs, &mut b).unwrap();
+        prop_assert_eq!(a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), b.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn logsumexp_bounds(x in logits(300)) {
+        let lse = softmax_core::logsumexp(Poly, &x).unwrap();
+        let m = x.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        prop_assert!(lse >= m, "lse {lse} < max {m}");
+        let upper = m as f64 + (x.len() as f64).ln();
+        prop_assert!(lse as f64 <= upper + 2.0 * U * upper.abs().max(1.0), "lse {lse} > max + ln n = {upper}");
+    }
+
+    /// ‖softmax(x + ε) − softmax(x)‖₁ <= ‖ε‖∞ (the bound is tight; the seeds' eq. 22).
+    #[test]
+    fn softmax_is_1_lipschitz_l1_linf(x in prop::collection::vec(-5.0f64..5.0, 1..64), e in prop::collection::vec(-0.5f64..0.5, 64)) {
+        let xe: Vec<f64> = x.iter().zip(&e).map(|(a, b)| a + b).collect();
+        let (mut a, mut b) = (vec![0.0f64; x.len()], vec![0.0f64; x.len()]);
+        softmax_core::softmax(Poly, &x, &mut a).unwrap();
+        softmax_core::softmax(Poly, &xe, &mut b).unwrap();
+        let l1: f64 = a.iter().zip(&b).map(|(p, q)| (p - q).abs()).sum();
+        let linf = x.iter().zip(&xe).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+        prop_assert!(l1 <= linf + 1e-14, "l1 {l1} > linf {linf}");
+    }
+
+    #[test]
+    fn temperature_limits(x in prop::collection::vec(-10.0f32..10.0, 2..50)) {
+        let mut y = vec![0.0f32; x.len()];
+        // τ → ∞: uniform.
+        softmax_core::softmax_with_temperature(Poly, &x, 1e7, &mut y).unwrap();
+        let u = 1.0 / x.len() as f32;
+        prop_assert!(y.iter().all(|&v| (v - u).abs() <= 4e-6 * u.max(1.0)), "not uniform: {y:?}");
+        // τ → 0: all mass on the maxima, shared evenly.
+        softmax_core::softmax_with_temperature(Poly, &x, 1e-30, &mut y).unwrap();
+        let m = x.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+        let k = x.iter().filter(|&&v| v == m).count() as f32;
+        for (&xi, &yi) in x.iter().zip(&y) {
+            if xi == m { prop_assert!((yi - 1.0 / k).abs() <= 1e-6); } else { prop_assert_eq!(yi, 0.0); }
+        }
+    }
+
+    /// Merging partial states in any grouping gives the same log-sum-exp as one pass.
+    #[test]
+    fn lse_merge_is_associative(x in logits(400), cuts in prop::collection::vec(0usize..400, 0..6)) {
+        let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(x.len())).collect();
+        cuts.sort();
+        let mut parts = Vec::new();
+        let mut start = 0;
+        for &c in cuts.iter().chain(std::iter::once(&x.len())) {
+            let mut s = LogSumExp::new(Poly);
+            s.push_slice(&x[start..c.max(start)]);
+            parts.push(s);
+            start = c.max(start);
+        }
+        // Left fold and right fold of the same parts, and element-by-element pushes.
+        let mut left = LogSumExp::new(Poly);
+        for p in &parts { left.merge(p); }
+        let mut right = LogSumExp::new(Poly);
+        for p in parts.iter().rev() { let mut q = *p; q.merge(&right); right = q; }
+        let mut one = LogSumExp::new(Poly);
+        for &v in &x { one.push(v); }
+        let whole = softmax_core::logsumexp(Poly, &x).unwrap();
+        let want = r::logsumexp(&widen(&x), 1.0, None);
+        for (name, got) in [("left", left.finish()), ("right", right.finish()), ("push", one.finish()), ("slice", whole)] {
+            check_log(got, want, name)?;
+        }
+    }
+
+    /// A keep-mask gives the softmax of the kept entries (zeros elsewhere). Not bitwise equal to
+    /// softmax of the compacted row: kept entries sit in other lanes, so the sums round differently.
+    #[test]
+    fn masked_softmax_equals_softmax_of_kept(x in logits(100), keep in prop::collection::vec(any::<bool>(), 100)) {
+        let keep = &keep[..x.len()];
+        let mut y = vec![0.0f32; x.len()];
+        softmax_core::masked_softmax(Poly, &x, keep, &mut y).unwrap();
+        let kept: Vec<f64> = x.iter().zip(keep).filter(|(_, &k)| k).map(|(&v, _)| v as f64).collect();
+        let want = r::softmax(&kept, 1.0, None);
+        let got: Vec<f32> = y.iter().zip(keep).filter(|(_, &k)| k).map(|(&v, _)| v).collect();
+        check_probs(&got, &want, |_| 0.0)?;
+        prop_assert!(y.iter().zip(keep).all(|(&v, &k)| k || v == 0.0));
+        // The reference agrees with the mask form of the reference itself.
+        let full = r::softmax(&widen(&x), 1.0, Some(keep));
+        let full_kept: Vec<f64> = full.iter().zip(keep).filter(|(_, &k)| k).map(|(&v, _)| v).collect();
+        prop_assert_eq!(full_kept, want);
+        // The bias form with 0 / -inf is the same computation: bitwise equal.
+        let bias: Vec<f32> = keep.iter().map(|&k| if k { 0.0 } else { f32::NEG_INFINITY }).collect();
+        let mut yb = vec![0.0f32; x.len()];
+        softmax_core::softmax_with_bias(Poly, &x, &bias, &mut yb).unwrap();
+        prop_assert_eq!(y, yb);
+    }
+
+    #[test]
+    fn kl_matches_reference_and_is_nonnegative(a in prop::collection::vec(-8.0f64..8.0, 1..100), b in prop::collection::vec(-8.0f64..8.0, 100)) {
+        let b = &b[..a.len()];
+        let got = softmax_core::kl_divergence(Poly, &a, b).unwrap();
+        let want = r::kl(&a, b);
+        prop_assert!((got - want).abs() <= 1e-13 * (1.0 + want), "kl {got} want {want}");
+        prop_assert!(got >= -1e-15);
+        prop_assert_eq!(softmax_core::kl_divergence(Poly, &a, &a).unwrap(), 0.0);
+    }
+
+    /// VJPs against central finite differences in f64.
+    #[test]
+    fn vjps_match_finite_differences(x in prop::collection::vec(-4.0f64..4.0, 1..24), dy in prop::collection::vec(-1.0f64..1.0, 24), t in prop_oneof![Just(0.5f64), Just(1.0), Just(3.0)]) {
+        let n = x.len();
+        let dy = &dy[..n];
+        let spec = Rows::new(n).temperature(t);
+        let f = |x: &[f64], log: bool| -> f64 {
+            let mut y = vec![0.0; n];
+            if log { rows::log_softmax(Poly, x, &mut y, &spec).unwrap(); } else { rows::softmax(Poly, x, &mut y, &spec).unwrap(); }
+            y.iter().zip(dy).map(|(a, b)| a * b).sum()
+        };
+        for log in [false, true] {
+            let mut y = vec![0.0; n];
+            let mut dx = vec![0.0; n];
+            if log {
+                rows::log_softmax(Poly, &x, &mut y, &spec).unwrap();
+                rows::log_softmax_vjp(Poly, &y, dy, &mut dx, n, t).unwrap();
+            } else {
+                rows::softmax(Poly, &x, &mut y, &spec).unwrap();
+                rows::softmax_vjp(&y, dy, &mut dx, n, t).unwrap();
+            }
+            for i in 0..n {
+                let h = 1e-6;
+                let (mut xp, mut xm) = (x.clone(), x.clone());
+                xp[i] += h;
+                xm[i] -= h;
+                let fd = (f(&xp, log) - f(&xm, log)) / (2.0 * h);
+                prop_assert!((dx[i] - fd).abs() <= 1e-7, "log={log} i={i}: vjp {} fd {fd}", dx[i]);
+            }
+        }
+    }
+
+    #[test]
+    fn sparsemax_matches_sort_reference(x in prop::collection::vec(-3.0f64..3.0, 1..64), t in prop_oneof![Just(0.5f64), Just(1.0), Just(2.0)]) {
+        let mut y = vec![0.0; x.len()];
+        rows::sparsemax(&x, &mut y, &Rows::new(x.len()).temperature(t)).unwrap();
+        let want = r::sparsemax(&x, t);
+        for (g, w) in y.iter().zip(&want) {
+            prop_assert!((g - w).abs() <= 1e-14, "got {g} want {w}");
+        }
+        prop_assert!((y.iter().sum::<f64>() - 1.0).abs() <= 1e-14);
+        prop_assert!(y.iter().all(|&v| v >= 0.0));
+    }
+
+    #[test]
+    fn sparsemax_vjp_matches_finite_differences(x in prop::collection::vec(-2.0f64..2.0, 1..24), dy in prop::collection::vec(-1.0f64..1.0, 24)) {
+        let n = x.len();
+        let dy = &dy[..n];
+        let f = |x: &[f64]| -> f64 { let mut y = vec![0.0; n]; softmax_core::sparsemax(x, &mut y).unwrap(); y.iter().zip(dy).map(|(a, b)| a * b).sum() };
+        let mut y = vec![0.0; n];
+        softmax_core::sparsemax(&x, &mut y).unwrap();
+        let mut dx = vec![0.0; n];
+        softmax_core::sparsemax_vjp(&y, dy, &mut dx).unwrap();
+        for i in 0..n {
+            let h = 1e-7;
+            let (mut xp, mut xm) = (x.clone(), x.clone());
+            xp[i] += h;
+            xm[i] -= h;
+            // sparsemax is piecewise linear: away from a kink the difference quotient is exact.
+            let (mut yp, mut ym) = (vec![0.0; n], vec![0.0; n]);
+            softmax_core::sparsemax(&xp, &mut yp).unwrap();
+            softmax_core::sparsemax(&xm, &mut ym).unwrap();
+            let support_same = yp.iter().zip(&ym).all(|(a, b)| (*a > 0.0) == (*b > 0.0));
+            if support_same {
+                let fd = (f(&xp) - f(&xm)) / (2.0 * h);
+                prop_assert!((dx[i] - fd).abs() <= 1e-7, "i={i}: vjp {} fd {fd}", dx[i]);
+            }
+        }
+    }
+
+    #[test]
+    fn temperature_for_entropy_hits_target(x in prop::collection::vec(-5.0f64..5.0, 2..40), frac in 0.05f64..0.95) {
+        let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let k = x.iter().filter(|&&v| v == m).count() as f64;
+        let n = x.len() as f64;
+        prop_assume!(x.iter().any(|&v| v != m));
+        let target = k.ln() + frac * (n.ln() - k.ln());
+        let tau = softmax_core::temperature_for_entropy(Poly, &x, target).unwrap();
+        let h = r::entropy(&x, tau, None);
+        prop_assert!((h - target).abs() <= 1e-9 * (1.0 + target), "H(τ={tau}) = {h}, target {target}");
+    }
+
+    #[test]
+    fn f64_softmax_matches_reference(x in prop::collection::vec(-50.0f64..50.0, 1..200)) {
+        let want = r::softmax(&x, 1.0, None);
+        let mut y = vec![0.0; x.len()];
+        softmax_core::softmax(Poly, &x, &mut y).unwrap();
+        for (g, w) in y.iter().zip(&want) {
+            prop_assert!((g - w).abs() <= 1e-14 * w, "got {g:e} want {w:e}");
+        }
+    }
+}
+
+/// The micromath backend is approximate: check it against its documented bound, not the tight one.
+#[test]
+fn micromath_softmax_within_documented_bound() {
+    let x: Vec<f32> = (0..1000)
+        .map(|i| ((i * 7919 % 1000) as f32 / 1000.0 - 0.5) * 30.0)
+        .collect();
+    let want = r::softmax(&widen(&x), 1.0, None);
+    let mut y = vec![0.0f32; x.len()];
+    softmax_core::softmax(MicroMath, &x, &mut y).unwrap();
+    let worst = y
+        .iter()
+        .zip(&want)
+        .filter(|(_, &w)| w >= 1e-30)
+        .map(|(&g, &w)| ((g as f64) - w).abs() / w)
+        .fold(0.0, f64::max);
+    println!("micromath softmax max relative error {worst:e}");
+    // micromath's exp is within 2.1e-3 relative (backend_accuracy.rs); a softmax output carries
+    // that error from its own exp and from the sum.
+    assert!(worst <= 4.5e-3, "micromath softmax rel error {worst:e}");
+    assert!(<MicroMath as Backend<f32>>::exp(f32::NEG_INFINITY) == 0.0);
+}
+
+/// Single rows of 16M elements: the sums must not drift with length (a plain f32 running sum,
+/// or lane sums alone, would; onnxruntime's LogSoftmax is off by 7.9e-4 on such a row).
+#[test]
+fn sixteen_million_element_rows() {
+    const N: usize = 1 << 24;
+    // Deterministic pseudo-random logits in [-8, 8) (SplitMix64).
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let x: Vec<f32> = (0..N)
+        .map(|_| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            ((z >> 40) as f32 / (1u64 << 24) as f32) * 16.0 - 8.0
+        })
+        .collect();
+    let xd = widen(&x);
+    let want_lse = r::logsumexp(&xd, 1.0, None);
+    let m = x.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+
+    let mut y = vec![0.0f32; N];
+    softmax_core::softmax(Poly, &x, &mut y).unwrap();
+    let mut worst = 0.0f64;
+    for (&g, &xi) in y.iter().zip(&xd) {
+        let w = (xi - want_lse).exp();
+        worst = worst.max(((g as f64) - w).abs() / w);
+    }
+    println!("16M softmax: max relative error {worst:e}");
+    assert!(worst <= 2e-6, "16M softmax max rel error {worst:e}");
+
+    softmax_core::log_softmax(Poly, &x, &mut y).unwrap();
+    let mut worst_ls = 0.0f64;
+    for (&g, &xi) in y.iter().zip(&xd) {
+        let w = (xi - m) - (want_lse - m);
+        worst_ls = worst_ls.max(((g as f64) - w).abs() / (1.0 + w.abs()));
+    }
+    println!("16M log_softmax: max error/(1+|y|) {worst_ls:e}");
+    assert!(worst_ls <= 4.0 * U, "16M log_softmax error {worst_ls:e}");
+
+    let lse = softmax_core::logsumexp(Poly, &x).unwrap() as f64;
+    println!(
+        "16M logsumexp: {lse} vs {want_lse} (error {:e})",
+        (lse - want_lse).abs()
+    );
+    assert!((lse - want_lse).abs() <= 4.0 * U * (1.0 + want_lse.abs()));
+
+    // The same row streamed through the online state in 1000-element blocks.
+    let mut st = LogSumExp::new(Poly);
+    for c in x.chunks(1000) {
+        st.push_slice(c);
+    }
+    assert!((st.finish() as f64 - want_lse).abs() <= 4.0 * U * (1.0 + want_lse.abs()));
+}
