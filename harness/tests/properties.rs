@@ -283,6 +283,24 @@ proptest! {
         prop_assert_eq!(softmax_core::kl_divergence(Poly, &a, &a).unwrap(), 0.0);
     }
 
+    /// KL between near-identical f32 rows stays within its stated absolute bound
+    /// 2^-23·(1 + Σ p|log p − log q|) of the f64 value (the log-normalisers are not rounded
+    /// separately at magnitude ln n), and an entry q_i = 0 under p_i > 0 gives +inf.
+    #[test]
+    fn kl_near_identical_rows_f32(p in prop::collection::vec(-2.0f32..2.0, 2..2000), eps in prop::collection::vec(-1e-3f32..1e-3, 2000)) {
+        let q: Vec<f32> = p.iter().zip(&eps).map(|(a, e)| a + e).collect();
+        let got = softmax_core::kl_divergence(Poly, &p, &q).unwrap() as f64;
+        let (pd, qd) = (widen(&p), widen(&q));
+        let want = r::kl(&pd, &qd);
+        let (lp, lq) = (r::log_softmax(&pd, 1.0, None), r::log_softmax(&qd, 1.0, None));
+        let scale: f64 = lp.iter().zip(&lq).map(|(a, b)| a.exp() * (a - b).abs()).sum();
+        let tol = 2.0 * U * (1.0 + scale);
+        prop_assert!((got - want).abs() <= tol, "KL {got:e} want {want:e} (tol {tol:e})");
+        let mut q0 = q.clone();
+        q0[0] = f32::NEG_INFINITY;
+        prop_assert_eq!(softmax_core::kl_divergence(Poly, &p, &q0).unwrap(), f32::INFINITY);
+    }
+
     /// VJPs against central finite differences in f64.
     #[test]
     fn vjps_match_finite_differences(x in prop::collection::vec(-4.0f64..4.0, 1..24), dy in prop::collection::vec(-1.0f64..1.0, 24), t in prop_oneof![Just(0.5f64), Just(1.0), Just(3.0)]) {

@@ -287,7 +287,13 @@ impl<F: Float> Totals<F> {
             hi = v;
             lo += e + c;
         }
-        two_sum(hi, lo)
+        // An infinite total has no meaningful compensation (TwoSum's error term of an infinite
+        // sum is `inf − inf` = NaN): the sum of terms including +inf is +inf.
+        if hi.is_finite() {
+            two_sum(hi, lo)
+        } else {
+            (hi, F::ZERO)
+        }
     }
 }
 

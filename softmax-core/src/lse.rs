@@ -317,6 +317,12 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
         }
     }
 
+    /// The compensated scaled sum as its two parts.
+    #[inline(always)]
+    pub(crate) fn sum_parts(&self) -> (F, F) {
+        (self.hi, self.lo)
+    }
+
     /// `1/sum`, with the compensation folded in.
     #[inline(always)]
     pub(crate) fn inv_sum(&self) -> F {

@@ -95,6 +95,12 @@ pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, 
 }
 
 /// KL(softmax(p/τ) ‖ softmax(q/τ)) = Σ p_i (log p_i − log q_i) over p_i > 0.
+///
+/// With `log p_i = d_p,i − ln s_p` (shifted logits, each row's own max) this is
+/// `Σ p_i (d_p,i − d_q,i) − ln(s_p/s_q)`: the shifts are exact pairs and `ln(s_p/s_q)` is a log1p
+/// of the difference of the two compensated sums, so near-identical rows do not suffer the
+/// rounding of `ln s_p` and `ln s_q` at magnitude `ln n`. Rows with `+inf` logits or no allowed
+/// entry use the limit distributions term by term.
 #[inline(always)]
 pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s: S) -> F {
     let sp = LogSumExp::<F, B>::of_row(p, s);
@@ -102,7 +108,40 @@ pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s
     if sp.max().is_nan() || sq.max().is_nan() {
         return F::NAN;
     }
-    let (lp_sum, lq_sum, inv_p) = (sp.ln_sum(), sq.ln_sum(), sp.inv_sum());
+    let inv_p = sp.inv_sum();
+    if sp.max().is_finite() && sq.max().is_finite() {
+        let (mp, mq) = (sp.max(), sq.max());
+        let [(hi, lo)] = kernel::sums(
+            p.chunks().zip(q.chunks()),
+            p.tail().zip(q.tail()),
+            #[inline(always)]
+            |(pc, qc)| {
+                [core::array::from_fn(|i| {
+                    let (hp, lp) = s.shift(pc[i], mp);
+                    let (hq, lq) = s.shift(qc[i], mq);
+                    let e = B::exp_shifted(hp, lp);
+                    // p_i > 0 exactly when its logit is not -inf (even if e^d underflows).
+                    let t = select(
+                        hq == F::NEG_INFINITY,
+                        F::INFINITY,
+                        e * ((hp - hq) + (lp - lq)),
+                    );
+                    select(
+                        hp == F::NEG_INFINITY || e == F::ZERO && t != F::INFINITY,
+                        F::ZERO,
+                        t,
+                    )
+                })]
+            },
+        );
+        let (sp_hi, sp_lo) = sp.sum_parts();
+        let (sq_hi, sq_lo) = sq.sum_parts();
+        // ln(s_p/s_q) = log1p((s_p − s_q)/s_q), the difference taken on the compensated sums.
+        let diff = (sp_hi - sq_hi) + (sp_lo - sq_lo);
+        let ln_ratio = kernel::ln_sum::<F, B>(F::ONE, diff / (sq_hi + sq_lo));
+        return (hi + lo) * inv_p - ln_ratio;
+    }
+    let (lp_sum, lq_sum) = (sp.ln_sum(), sq.ln_sum());
     let [(hi, lo)] = kernel::sums(
         p.chunks().zip(q.chunks()),
         p.tail().zip(q.tail()),
