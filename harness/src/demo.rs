@@ -125,8 +125,8 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
     section(out, "Gaps: max probability and entropy", "seed 004 §4.3")?;
     writeln!(
         out,
-        "  {:<16} {:>12} {:>12}  {}",
-        "logits", "max p", "entropy", "seed's claim"
+        "  {:<16} {:>12} {:>12}  seed's claim",
+        "logits", "max p", "entropy"
     )?;
     for (x, claim) in [
         (vec![1.0f32, 1.0, 1.0], "0.333333 each: correct"),

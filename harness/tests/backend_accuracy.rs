@@ -233,6 +233,14 @@ fn micromath_measured_error() {
         if x.is_finite() && x > -87.0 && x < 88.0 {
             let e = (x as f64).exp();
             exp_rel = exp_rel.max(((<MicroMath as Backend<f32>>::exp(x) as f64) - e).abs() / e);
+        } else if x.is_finite() && x > -104.0 && x <= -87.0 {
+            // Subnormal results: the relative error plus one subnormal spacing.
+            let e = (x as f64).exp();
+            let got = <MicroMath as Backend<f32>>::exp(x) as f64;
+            assert!(
+                (got - e).abs() <= 2.4e-3 * e + 1.5e-45,
+                "micromath exp({x:e}) = {got:e}, want {e:e}"
+            );
         }
         if x.is_finite() && x > 0.0 {
             let l = (x as f64).ln();

@@ -10,7 +10,8 @@ use micromath::F32Ext;
 /// one. Use it where code size and speed on a soft-float core matter more than the last digits.
 ///
 /// This wrapper adds what micromath leaves to the caller: `exp` maps arguments below −104
-/// (where e^x rounds to 0 in f32) to 0, arguments above 88.73 to `+inf`, and keeps NaN; `ln` maps
+/// (where e^x rounds to 0 in f32) to 0, arguments above ln(MAX) = 88.72283 to `+inf`, keeps NaN, and scales
+/// arguments with subnormal results into micromath's range (it asserts on them); `ln` maps
 /// 0 to `-inf`, `+inf` to `+inf`, negative or NaN arguments to NaN, and works around micromath
 /// 2.1's `ln` being wrong below 1 and for subnormals (see the source).
 ///
@@ -33,8 +34,13 @@ impl Backend<f32> for MicroMath {
             x
         } else if x < -104.0 {
             0.0
-        } else if x > 88.73 {
+        } else if x > 88.722_83 {
             f32::INFINITY
+        } else if x < -86.0 {
+            // micromath builds the result's exponent directly: below the normal range it hits a
+            // debug assertion (and wraps to garbage in release). Evaluate at x + 64·ln2 and scale
+            // by 2^-64, which rounds once into the subnormals.
+            F32Ext::exp(x + 64.0 * core::f32::consts::LN_2) * f32::from_bits((127 - 64) << 23)
         } else {
             F32Ext::exp(x)
         }
