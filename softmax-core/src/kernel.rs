@@ -163,56 +163,37 @@ impl<F: Float> Scale<F> for Unit {
     }
 }
 
-/// 0 < τ < 1: `(x − m)/τ`. If `x − m` overflows, so does the exact quotient (to the same
-/// `-inf`, whose exp is the true limit 0). Both parts are divided: `1/τ` overflows for
-/// τ < 1/MAX, and the tail times it would be `0·inf` = NaN.
+/// τ ≠ 1: `(x·h − m·h)/(τ·h)` with `h = ½` for τ > 1 and `h = 1` for τ < 1.
+///
+/// Halving is exact (barring subnormals, where it moves a value by at most 2⁻¹⁵⁰) and the halved
+/// difference cannot overflow, so rows spanning more than the float range still give the exact
+/// quotient when τ > 1, as CONFORMANCE.md requires; for τ < 1 an overflowing difference means the
+/// exact quotient overflows too (to `-inf`, whose exp is the true limit 0). Both parts are
+/// divided, not multiplied by `1/τ`, which overflows for τ < 1/MAX (and `0·inf` is NaN). One type
+/// for both cases (a run-time factor, one multiply) keeps the code size of every kernel at two
+/// temperature variants, not three.
 #[derive(Clone, Copy)]
-pub(crate) struct SubDiv<F> {
+pub(crate) struct Scaled<F> {
+    h: F,
+    tau_h: F,
     tau: F,
 }
-impl<F: Float> SubDiv<F> {
+impl<F: Float> Scaled<F> {
     #[inline(always)]
     pub(crate) fn new(tau: F) -> Self {
-        SubDiv { tau }
-    }
-}
-impl<F: Float> Scale<F> for SubDiv<F> {
-    #[inline(always)]
-    fn shift(self, p: F, m: F) -> (F, F) {
-        let (hi, lo) = exact_diff(p, m);
-        (hi / self.tau, lo / self.tau)
-    }
-    #[inline(always)]
-    fn lse(self, m: F, ln_sum: F) -> F {
-        m / self.tau + ln_sum
-    }
-}
-
-/// τ > 1: `(x/2 − m/2)/(τ/2)`. Halving is exact (barring subnormals, where it moves the value
-/// by at most 2⁻¹⁵⁰), and the halved difference cannot overflow, so rows spanning more than the
-/// float range still give the exact quotient, as CONFORMANCE.md requires.
-#[derive(Clone, Copy)]
-pub(crate) struct HalfSubDiv<F> {
-    half_tau: F,
-    inv_half: F,
-    tau: F,
-}
-impl<F: Float> HalfSubDiv<F> {
-    #[inline(always)]
-    pub(crate) fn new(tau: F) -> Self {
-        let half_tau = tau * F::HALF;
-        HalfSubDiv {
-            half_tau,
-            inv_half: F::ONE / half_tau,
+        let h = if tau > F::ONE { F::HALF } else { F::ONE };
+        Scaled {
+            h,
+            tau_h: tau * h,
             tau,
         }
     }
 }
-impl<F: Float> Scale<F> for HalfSubDiv<F> {
+impl<F: Float> Scale<F> for Scaled<F> {
     #[inline(always)]
     fn shift(self, p: F, m: F) -> (F, F) {
-        let (hi, lo) = exact_diff(p * F::HALF, m * F::HALF);
-        (hi / self.half_tau, lo * self.inv_half)
+        let (hi, lo) = exact_diff(p * self.h, m * self.h);
+        (hi / self.tau_h, lo / self.tau_h)
     }
     #[inline(always)]
     fn lse(self, m: F, ln_sum: F) -> F {
@@ -297,22 +278,17 @@ impl<F: Float> Totals<F> {
     }
 }
 
-/// Folds `K` arrays of block lane sums into their totals. Out of line and by value, so the hot
-/// loops keep their block sums in registers and only this call (once per [`BLOCK`] chunks)
-/// touches the totals.
+/// Folds `K` arrays of block lane sums into their totals. Out of line, once per [`BLOCK`] chunks:
+/// the hot loops keep their block sums in registers and never touch the totals.
 #[inline(never)]
-fn fold_block<F: Float, const K: usize>(
-    mut t: [Totals<F>; K],
-    part: [[F; LANES]; K],
-) -> [Totals<F>; K] {
+fn fold_block<F: Float, const K: usize>(t: &mut [Totals<F>; K], part: &[[F; LANES]; K]) {
     for (t, part) in t.iter_mut().zip(part) {
-        for ((s, c), p) in t.s.iter_mut().zip(t.c.iter_mut()).zip(part) {
+        for ((s, c), &p) in t.s.iter_mut().zip(t.c.iter_mut()).zip(part) {
             let (v, e) = two_sum(*s, p);
             *s = v;
             *c += e;
         }
     }
-    t
 }
 
 #[inline(always)]
@@ -349,13 +325,14 @@ pub(crate) fn sums<F: Float, T, const K: usize>(
         if n < BLOCK {
             break;
         }
-        tot = fold_block(tot, part);
+        fold_block(&mut tot, &part);
     }
     // The last, partial block has room for the tail: fold both at once.
     if let Some(t) = tail {
         add_lanes(&mut part, &f(&t));
     }
-    fold_block(tot, part).map(Totals::finish)
+    fold_block(&mut tot, &part);
+    tot.map(Totals::finish)
 }
 
 /// `e^d` for one chunk, `d = shift(x, m) <= 0`.
@@ -487,7 +464,7 @@ fn map_sum_pairs<'o, F: Float + 'o>(
         if n < BLOCK {
             return (tot, part);
         }
-        tot = fold_block(tot, part);
+        fold_block(&mut tot, &part);
     }
 }
 
@@ -506,7 +483,9 @@ fn finish_map_sum<F: Float>(
         }
         add_lanes(&mut part, &[v]);
     }
-    let [t] = fold_block(tot, part);
+    let mut tot = tot;
+    fold_block(&mut tot, &part);
+    let [t] = tot;
     t.finish()
 }
 

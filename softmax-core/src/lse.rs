@@ -80,8 +80,8 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     }
 
     /// The state of a whole row read through a load and a temperature mode: one max pass and,
-    /// if the max is finite, one exp-sum pass. The max is in the scale's `pre` space.
-    #[inline(always)]
+    /// if the max is finite, one exp-sum pass. Out of line: several kernels call it.
+    #[inline(never)]
     pub(crate) fn of_row<L: Load<F>, S: Scale<F>>(src: L, s: S) -> Self {
         let sc = kernel::scan(src);
         if sc.nan {

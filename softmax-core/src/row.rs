@@ -1,6 +1,12 @@
 //! One row of each op, generic over how the row is loaded (mask), how the temperature enters and
 //! where the output goes. The public functions (single row, batched rows, arrays) are thin
 //! wrappers that validate lengths once and call these.
+//!
+//! Each row function is the unit of code: `#[inline(never)]`, so it is instantiated once per
+//! (element type, backend, mask kind, temperature mode) and shared by every entry point that
+//! uses that combination, while everything below it (the skeleton's loops and the exp) is
+//! inlined into it. A batch calls it once per row. Inlining these instead multiplied code size
+//! by the number of call sites and stacked the frames of all variants of a `rows::` function.
 
 use crate::backend::Backend;
 use crate::float::{select, two_sum};
@@ -8,7 +14,7 @@ use crate::kernel::{self, Io, Load, Scale, LANES};
 use crate::{Float, LogSumExp};
 
 /// softmax: max pass, one exp pass that stores `e^d` and sums it, one scaling pass.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
     let sc = kernel::scan(io.src());
     if !sc.max.is_finite() || sc.nan {
@@ -39,7 +45,7 @@ fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
 }
 
 /// log_softmax: the normaliser (two passes), then `(d − ln Σ) + d_lo` per entry.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
     let st = LogSumExp::<F, B>::of_row(io.src(), s);
     let l = st.ln_sum();
@@ -47,7 +53,7 @@ pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<
 }
 
 /// logsumexp of the row.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
     let st = LogSumExp::<F, B>::of_row(src, s);
     if st.max().is_finite() {
@@ -59,7 +65,7 @@ pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L
 
 /// Shannon entropy (nats) of softmax(x/τ): `H = ln Σ e^d − (Σ e^d·d)/(Σ e^d)`, i.e.
 /// lse − E_p[x/τ] with both terms shifted by the max so neither cancels (both are >= 0).
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
     let sc = kernel::scan(src);
     if !sc.max.is_finite() || sc.nan {
@@ -101,7 +107,7 @@ pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, 
 /// of the difference of the two compensated sums, so near-identical rows do not suffer the
 /// rounding of `ln s_p` and `ln s_q` at magnitude `ln n`. Rows with `+inf` logits or no allowed
 /// entry use the limit distributions term by term.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s: S) -> F {
     let sp = LogSumExp::<F, B>::of_row(p, s);
     let sq = LogSumExp::<F, B>::of_row(q, s);
@@ -161,7 +167,7 @@ pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s
 
 /// sparsemax: Michelot's fixed point for the threshold (no sort, no scratch), then
 /// `max(d − thr, 0)`.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn sparsemax<F: Float, S: Scale<F>>(mut io: impl Io<F>, s: S) {
     let sc = kernel::scan(io.src());
     if sc.nan || !sc.max.is_finite() {
@@ -249,7 +255,7 @@ pub(crate) fn map2<F: Float>(a: &[F], b: &[F], out: &mut [F], f: impl Fn(F, F) -
 
 /// softmax VJP from the output `y`: `dx = y ⊙ (dy − ⟨y, dy⟩) / τ`. Entries with `y = 0`
 /// (masked, `-inf`, or underflowed) are constants: `dx = 0` and their `dy` is not read.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     let dot = sum2(y, dy, |y, g| select(y == F::ZERO, F::ZERO, y * g));
     map2(y, dy, dx, |y, g| {
@@ -259,7 +265,7 @@ pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
 
 /// log_softmax VJP from the output `y`: `dx = (dy − e^y·Σdy) / τ`, with `-inf` entries
 /// (masked or `-inf` logits) constants: `dx = 0` and their `dy` not in the sum.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     let total = sum2(y, dy, |y, g| select(y == F::NEG_INFINITY, F::ZERO, g));
     map2(y, dy, dx, |y, g| {
@@ -272,7 +278,7 @@ pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &m
 /// whose log-probability overflowed to `-inf` (a row spanning more than the float range) and the
 /// finite entries of a row with `+inf` ones (limit distribution): `dx = (dy − p·Σdy)/τ`. A NaN
 /// row gives NaN everywhere.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn log_softmax_vjp_logits<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     src: L,
     s: S,
@@ -314,7 +320,7 @@ pub(crate) fn log_softmax_vjp_logits<F: Float, B: Backend<F>, L: Load<F>, S: Sca
 
 /// sparsemax VJP from the output `y`: on the support `S = {y > 0}`,
 /// `dx = (dy − mean_S dy) / τ`; 0 elsewhere. A NaN row gives NaN.
-#[inline(always)]
+#[inline(never)]
 pub(crate) fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     if y.iter().any(|v| v.is_nan()) {
         dx.iter_mut().for_each(|d| *d = F::NAN);

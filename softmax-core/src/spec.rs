@@ -322,19 +322,16 @@ impl<'m, F: Float> RowMask<F> for BiasRow<'m, F> {
     }
 }
 
-/// Runs `$body` with `$s` bound to the temperature mode for τ (already validated):
-/// τ = 1 → no scaling, τ > 1 → halve, subtract, divide by τ/2; τ < 1 → subtract, divide.
+/// Runs `$body` with `$s` bound to the temperature mode for τ (already validated): τ = 1 → no
+/// scaling at all (the fast path), otherwise the exact shift divided by τ.
 macro_rules! with_scale {
     ($tau:expr, |$s:ident| $body:expr) => {{
         let tau = $tau;
         if tau == F::ONE {
             let $s = $crate::kernel::Unit;
             $body
-        } else if tau > F::ONE {
-            let $s = $crate::kernel::HalfSubDiv::new(tau);
-            $body
         } else {
-            let $s = $crate::kernel::SubDiv::new(tau);
+            let $s = $crate::kernel::Scaled::new(tau);
             $body
         }
     }};
