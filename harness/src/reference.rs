@@ -29,20 +29,19 @@ fn kind(z: &[f64]) -> RowKind {
     }
 }
 
+/// The row with masked entries replaced by `-inf` (whatever their value).
+fn masked(x: &[f64], keep: Option<&[bool]>) -> Vec<f64> {
+    let kept = |i: usize| keep.is_none_or(|k| k[i]);
+    x.iter()
+        .enumerate()
+        .map(|(i, &v)| if kept(i) { v } else { f64::NEG_INFINITY })
+        .collect()
+}
+
 /// `z_i = x_i / τ`, masked entries `-inf` (whatever their value). Computed in f64 from the
 /// shifted form `(x − max)/τ` so no overflow occurs where the exact value does not.
 fn shifted(x: &[f64], tau: f64, keep: Option<&[bool]>) -> (Vec<f64>, RowKind) {
-    let z: Vec<f64> = x
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            if keep.is_none_or(|k| k[i]) {
-                v
-            } else {
-                f64::NEG_INFINITY
-            }
-        })
-        .collect();
+    let z = masked(x, keep);
     let k = kind(&z);
     if !matches!(k, RowKind::Finite) {
         return (z, k);
@@ -125,17 +124,7 @@ pub fn log_softmax(x: &[f64], tau: f64, keep: Option<&[bool]>) -> Vec<f64> {
 
 /// logsumexp(x/τ) with a keep-mask.
 pub fn logsumexp(x: &[f64], tau: f64, keep: Option<&[bool]>) -> f64 {
-    let z: Vec<f64> = x
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            if keep.is_none_or(|k| k[i]) {
-                v
-            } else {
-                f64::NEG_INFINITY
-            }
-        })
-        .collect();
+    let z = masked(x, keep);
     match kind(&z) {
         RowKind::Nan => f64::NAN,
         RowKind::Empty => f64::NEG_INFINITY,

@@ -117,50 +117,47 @@ pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s
     let inv_p = sp.inv_sum();
     if sp.max().is_finite() && sq.max().is_finite() {
         let (mp, mq) = (sp.max(), sq.max());
-        let [(hi, lo)] = kernel::sums(
-            p.chunks().zip(q.chunks()),
-            p.tail().zip(q.tail()),
-            #[inline(always)]
-            |(pc, qc)| {
-                [core::array::from_fn(|i| {
-                    let (hp, lp) = s.shift(pc[i], mp);
-                    let (hq, lq) = s.shift(qc[i], mq);
-                    let e = B::exp_shifted(hp, lp);
-                    // p_i > 0 exactly when its logit is not -inf (even if e^d underflows).
-                    let t = select(
-                        hq == F::NEG_INFINITY,
-                        F::INFINITY,
-                        e * ((hp - hq) + (lp - lq)),
-                    );
-                    select(
-                        hp == F::NEG_INFINITY || e == F::ZERO && t != F::INFINITY,
-                        F::ZERO,
-                        t,
-                    )
-                })]
-            },
-        );
+        let terms = sum_pairs(p, q, |x, y| {
+            let (hp, lp) = s.shift(x, mp);
+            let (hq, lq) = s.shift(y, mq);
+            let e = B::exp_shifted(hp, lp);
+            // p_i > 0 exactly when its logit is not -inf (even if e^d underflows).
+            let t = select(
+                hq == F::NEG_INFINITY,
+                F::INFINITY,
+                e * ((hp - hq) + (lp - lq)),
+            );
+            select(
+                hp == F::NEG_INFINITY || e == F::ZERO && t != F::INFINITY,
+                F::ZERO,
+                t,
+            )
+        });
         let (sp_hi, sp_lo) = sp.sum_parts();
         let (sq_hi, sq_lo) = sq.sum_parts();
         // ln(s_p/s_q) = log1p((s_p − s_q)/s_q), the difference taken on the compensated sums.
         let diff = (sp_hi - sq_hi) + (sp_lo - sq_lo);
         let ln_ratio = kernel::ln_sum::<F, B>(F::ONE, diff / (sq_hi + sq_lo));
-        return (hi + lo) * inv_p - ln_ratio;
+        return terms * inv_p - ln_ratio;
     }
     let (lp_sum, lq_sum) = (sp.ln_sum(), sq.ln_sum());
+    sum_pairs(p, q, |x, y| {
+        let lp = sp.log_prob_scaled(s, x, lp_sum);
+        let lq = sq.log_prob_scaled(s, y, lq_sum);
+        let pr = sp.prob_scaled(s, x, inv_p);
+        let t = select(lq == F::NEG_INFINITY, F::INFINITY, pr * (lp - lq));
+        select(lp == F::NEG_INFINITY, F::ZERO, t)
+    })
+}
+
+/// Compensated `Σ f(p_i, q_i)` over two rows read through loads of equal length.
+#[inline(always)]
+fn sum_pairs<F: Float, L: Load<F>>(p: L, q: L, f: impl Fn(F, F) -> F) -> F {
     let [(hi, lo)] = kernel::sums(
         p.chunks().zip(q.chunks()),
         p.tail().zip(q.tail()),
         #[inline(always)]
-        |(pc, qc)| {
-            [core::array::from_fn(|i| {
-                let lp = sp.log_prob_scaled(s, pc[i], lp_sum);
-                let lq = sq.log_prob_scaled(s, qc[i], lq_sum);
-                let pr = sp.prob_scaled(s, pc[i], inv_p);
-                let t = select(lq == F::NEG_INFINITY, F::INFINITY, pr * (lp - lq));
-                select(lp == F::NEG_INFINITY, F::ZERO, t)
-            })]
-        },
+        |(pc, qc)| [core::array::from_fn(|i| f(pc[i], qc[i]))],
     );
     hi + lo
 }
