@@ -1060,7 +1060,7 @@ def build_errors():
             for op in ["softmax", "log_softmax", "logsumexp", "entropy", "sparsemax"]:
                 cases.append(err(f"{op}_temperature_{t}", op, [1.0, 2.0], [1, 2], "InvalidTemperature", temperature=t))
         cases.append(err("softmax_empty_row", "softmax", [], [1, 0], "EmptyRow", temperature=1.0))
-        cases.append(err("softmax_ragged", "softmax", [1.0, 2.0, 3.0, 4.0, 5.0], [2, 3], "LengthMismatch", temperature=1.0))
+        cases.append(err("softmax_ragged", "softmax", [1.0, 2.0, 3.0, 4.0, 5.0], [2, 3], "RaggedBatch", temperature=1.0))
         cases.append(
             err("softmax_keep_length", "softmax", [1.0, 2.0, 3.0], [1, 3], "LengthMismatch", temperature=1.0, keep=[True, False])
         )

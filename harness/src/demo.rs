@@ -180,7 +180,7 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
     for tau in [0.5f32, 1.0, 2.0, 5.0] {
         let (y, _) = sm(&x, tau);
         let mut s = [0.0f32; 3];
-        rows::sparsemax(&x, &mut s, &Rows::new(3).temperature(tau)).expect("valid row");
+        rows::sparsemax(&x, &mut s, &Rows::new(3).with_temperature(tau)).expect("valid row");
         writeln!(
             out,
             "  T = {tau:<4} softmax {:<34} sparsemax {}",
@@ -233,7 +233,7 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "  [1, 2, 3, 4], all masked       {}   (zeros: no allowed entry; naive −inf gives NaN, −1e9 silently unmasks)", fmt_row(&y))?;
     let causal: Vec<bool> = (0..4).flat_map(|t| (0..4).map(move |j| j <= t)).collect();
     let mut yc = [0.0f32; 16];
-    rows::softmax(Poly, &[0.0; 16], &mut yc, &Rows::new(4).keep(&causal)).expect("valid rows");
+    rows::softmax(Poly, &[0.0; 16], &mut yc, &Rows::new(4).with_keep(&causal)).expect("valid rows");
     for t in 0..4 {
         writeln!(
             out,

@@ -3,3 +3,8 @@
 
 pub mod contenders;
 pub mod reference;
+
+/// The README's Rust examples, compiled and run as doctests so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -331,10 +331,10 @@ impl<F: Dt> Case<F> {
     }
 
     fn spec(&self) -> Rows<'_, F> {
-        let s = Rows::new(self.n).temperature(self.tau);
+        let s = Rows::new(self.n).with_temperature(self.tau);
         match (&self.keep, &self.bias) {
-            (Some(k), _) => s.keep(k),
-            (None, Some(b)) => s.bias(b),
+            (Some(k), _) => s.with_keep(k),
+            (None, Some(b)) => s.with_bias(b),
             (None, None) => s,
         }
     }
@@ -628,7 +628,7 @@ fn softmax_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<Outs<F>, Error> {
     out.push(("rows::softmax", y));
     if c.plain() {
         let mut xy = c.x.clone();
-        rows::softmax_in_place(b, &mut xy, c.n, c.tau)?;
+        rows::softmax_in_place(b, &mut xy, &Rows::new(c.n).with_temperature(c.tau))?;
         out.push(("rows::softmax_in_place", xy));
     }
     if c.r == 1 {
@@ -675,7 +675,7 @@ fn log_softmax_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<Outs<F>, Error> 
     out.push(("rows::log_softmax", y));
     if c.plain() {
         let mut xy = c.x.clone();
-        rows::log_softmax_in_place(b, &mut xy, c.n, c.tau)?;
+        rows::log_softmax_in_place(b, &mut xy, &Rows::new(c.n).with_temperature(c.tau))?;
         out.push(("rows::log_softmax_in_place", xy));
     }
     if c.r == 1 && c.plain() && c.unit_tau() {
@@ -779,7 +779,7 @@ fn softmax_vjp_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<Outs<F>, Error> 
     let mut y = zeros(c.x.len());
     rows::softmax(b, &c.x, &mut y, &c.spec())?;
     let mut dx = zeros(c.x.len());
-    rows::softmax_vjp(&y, dy, &mut dx, c.n, c.tau)?;
+    rows::softmax_vjp(&y, dy, &mut dx, &Rows::new(c.n).with_temperature(c.tau))?;
     let mut out = vec![("rows::softmax + rows::softmax_vjp", dx)];
     if c.r == 1 && c.unit_tau() {
         let mut dx = zeros(c.n);
@@ -799,7 +799,7 @@ fn log_softmax_vjp_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<(Outs<F>, Ou
     let mut y = zeros(c.x.len());
     rows::log_softmax(b, &c.x, &mut y, &c.spec())?;
     let mut dx = zeros(c.x.len());
-    rows::log_softmax_vjp(b, &y, dy, &mut dx, c.n, c.tau)?;
+    rows::log_softmax_vjp(b, &y, dy, &mut dx, &Rows::new(c.n).with_temperature(c.tau))?;
     let mut from_output = vec![("rows::log_softmax + rows::log_softmax_vjp", dx)];
     if c.r == 1 && c.unit_tau() {
         let mut dx = zeros(c.n);
@@ -827,7 +827,7 @@ fn sparsemax_out<F: Dt>(c: &Case<F>) -> Result<Outs<F>, Error> {
 
 fn hardmax_out<F: Dt>(c: &Case<F>) -> Result<Outs<F>, Error> {
     let mut y = zeros(c.x.len());
-    rows::hardmax(&c.x, &mut y, c.n)?;
+    rows::hardmax(&c.x, &mut y, &Rows::new(c.n))?;
     let mut out = vec![("rows::hardmax", y)];
     let mut single = Vec::new();
     for i in 0..c.r {

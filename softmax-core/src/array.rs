@@ -35,7 +35,8 @@ pub fn softmax<F: Float, B: Backend<F>, const N: usize>(_backend: B, x: &[F; N])
     y
 }
 
-/// softmax of a fixed-size row at temperature τ.
+/// softmax of a fixed-size row at temperature τ. Semantics and accuracy as
+/// [`softmax_with_temperature`](crate::softmax_with_temperature).
 ///
 /// # Errors
 ///

@@ -70,7 +70,9 @@
 //!
 //! Reductions use [`LANES`] accumulators combined in a fixed order, and no operation depends on
 //! fused multiply-add or fast-math, so the same input gives the same bits on x86_64, Cortex-M4F
-//! and soft-float Cortex-M0+ (checked by `harness/firmware` under QEMU).
+//! and soft-float Cortex-M0+ (checked by `harness/firmware` under QEMU). One exception: a NaN
+//! result is NaN everywhere, but its sign and payload bits follow the platform (x86 produces
+//! `0xffc00000` where ARM produces `0x7fc00000`, e.g. for `inf − inf`).
 //!
 //! # `no_std` usage
 //!
@@ -125,6 +127,13 @@ pub enum Error {
         /// The length given.
         found: usize,
     },
+    /// A batch's length is not a whole number of rows.
+    RaggedBatch {
+        /// The length given.
+        len: usize,
+        /// The row length.
+        n: usize,
+    },
     /// The temperature is not a positive finite number.
     InvalidTemperature,
     /// Gumbel noise outside the open interval (0, 1).
@@ -140,6 +149,12 @@ impl core::fmt::Display for Error {
             Error::EmptyRow => f.write_str("row has no entries"),
             Error::LengthMismatch { expected, found } => {
                 write!(f, "length mismatch: expected {expected}, found {found}")
+            }
+            Error::RaggedBatch { len, n } => {
+                write!(
+                    f,
+                    "batch of {len} values is not a whole number of rows of {n}"
+                )
             }
             Error::InvalidTemperature => f.write_str("temperature must be positive and finite"),
             Error::InvalidNoise => {

@@ -8,8 +8,7 @@ use crate::float::{select, two_sum};
 use crate::kernel::{self, Load, Plain, Scale, Unit};
 use crate::Float;
 
-/// Running log-sum-exp of a stream of values: the running maximum `m` and the scaled sum
-/// `Σ e^(x − m)`, kept compensated (as an unevaluated `hi + lo`).
+/// Running log-sum-exp of a stream of values.
 ///
 /// Values can arrive one at a time ([`push`](Self::push)), a slice at a time
 /// ([`push_slice`](Self::push_slice), which runs the vectorised two-pass kernel on the slice), or
@@ -17,14 +16,23 @@ use crate::Float;
 /// commutative up to rounding), so a row can be split into blocks that are reduced separately,
 /// in any grouping, and combined.
 ///
+/// The state keeps the running maximum, a compensated sum `Σ e^(x − r)` (an unevaluated
+/// `hi + lo`) relative to a reference point `r <= max`, and the maximum's own term `e^(max − r)`.
+/// The reference only moves when a value exceeds it by more than 8 (lazy rescaling, as in
+/// FlashAttention-4): every rescale rounds the whole sum once, so rescaling on each new maximum
+/// would make the error grow with the number of values in a rising stream; this way it grows at
+/// most with `range/8`. Results are reported relative to the true maximum, with the maximum's
+/// own term subtracted exactly, so `ln Σ e^(x − max)` keeps full relative precision when the
+/// other terms are tiny.
+///
 /// Special values follow the softmax family's edge semantics: `-inf` values contribute nothing
 /// (a state that has seen only `-inf` finishes to `-inf`); `+inf` values make the result `+inf`
 /// and the state counts them, so that the limit distribution (mass shared among the `+inf`
 /// entries) can be recovered through [`prob`](Self::prob); a NaN poisons the state.
 ///
-/// Accuracy (f32, `Poly` or `Libm`): [`finish`](Self::finish) is within 2 ULP + 2·2⁻²⁴·|lse|
-/// of the exact log-sum-exp of the values pushed, for any number of values and any merge tree
-/// (measured by the property tests in `harness/tests`).
+/// Accuracy (f32, `Poly` or `Libm`): [`finish`](Self::finish) is within `4·2⁻²⁴·(1 + |lse|)` of
+/// the exact log-sum-exp of the values pushed, for any number of values, in any order (rising
+/// streams included), and any merge tree (property tests in `harness/tests/properties.rs`).
 ///
 /// # Examples
 ///
@@ -44,11 +52,21 @@ use crate::Float;
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct LogSumExp<F, B> {
+    /// The running maximum (`-inf` empty, `+inf` counting infinities, NaN poisoned).
     max: F,
+    /// The reference point of the sum: `max − 8 <= r <= max` (`r = max` for special states).
+    r: F,
+    /// `Σ e^(x − r)` as `hi + lo` (the number of `+inf` values in the `+inf` state).
     hi: F,
     lo: F,
+    /// `e^(max − r)` as it entered the sum: the maximum's own term (1 when `r = max`).
+    top: F,
     backend: PhantomData<B>,
 }
+
+/// How far above the reference a value may be before the reference moves (e^8 ≈ 2981, so the
+/// sum stays far from overflow and the rescales stay few).
+const REBASE: f64 = 8.0;
 
 impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// The empty state: `finish()` is `-inf` (log of an empty sum).
@@ -64,12 +82,15 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
         Self::from_parts(F::NEG_INFINITY, F::ZERO, F::ZERO)
     }
 
+    /// A state with the reference at the maximum: `hi + lo = Σ e^(x − max)`.
     #[inline(always)]
     pub(crate) fn from_parts(max: F, hi: F, lo: F) -> Self {
         LogSumExp {
             max,
+            r: max,
             hi,
             lo,
+            top: F::ONE,
             backend: PhantomData,
         }
     }
@@ -114,20 +135,31 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     pub fn push(&mut self, x: F) {
         if x.is_nan() || self.max.is_nan() {
             *self = Self::poisoned();
-        } else if x > self.max {
-            // Rescale what we have to the new maximum, then add e^0 = 1.
-            let f = self.factor(self.max, x);
-            self.hi *= f;
-            self.lo *= f;
-            self.max = x;
-            self.add(F::ONE);
-        } else if x == self.max {
-            if x != F::NEG_INFINITY {
+        } else if x == F::NEG_INFINITY {
+            // Contributes nothing.
+        } else if self.max == F::INFINITY {
+            if x == F::INFINITY {
                 self.add(F::ONE);
             }
-        } else if self.max != F::INFINITY {
-            let (hi, lo) = kernel::exact_diff(x, self.max);
-            self.add(B::exp_shifted(hi, lo));
+        } else if x == F::INFINITY || self.max == F::NEG_INFINITY {
+            // The first +inf (earlier finite mass vanishes next to it), or the first value.
+            *self = Self::from_parts(x, F::ONE, F::ZERO);
+        } else if x > self.r + F::from_f64(REBASE) {
+            // Far above the reference: move the reference to x (one rounding of the sum).
+            let f = Self::factor(self.r, x);
+            self.hi *= f;
+            self.lo *= f;
+            self.r = x;
+            self.max = x;
+            self.top = F::ONE;
+            self.add(F::ONE);
+        } else {
+            let v = Self::exp_rel(x, self.r);
+            self.add(v);
+            if x > self.max {
+                self.max = x;
+                self.top = v;
+            }
         }
     }
 
@@ -169,38 +201,73 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
             *self = Self::poisoned();
         } else if other.max == F::NEG_INFINITY {
             // `other` holds no mass.
-        } else if self.max == F::NEG_INFINITY {
+        } else if self.max == F::NEG_INFINITY
+            || (other.max == F::INFINITY && self.max != F::INFINITY)
+        {
             *self = *other;
+        } else if self.max == F::INFINITY {
+            if other.max == F::INFINITY {
+                self.add(other.hi); // both count their infinities
+            }
+        } else if other.r > self.r + F::from_f64(REBASE) {
+            // Keep the higher reference: rescale this state (the rarer, larger jump) into it.
+            let mut o = *other;
+            o.absorb(self);
+            *self = o;
         } else {
-            let m = select(other.max > self.max, other.max, self.max);
-            let fa = self.factor(self.max, m);
-            let fb = self.factor(other.max, m);
-            let (hi, e) = two_sum(self.hi * fa, other.hi * fb);
-            let lo = self.lo * fa + other.lo * fb + e;
-            let (hi, lo) = two_sum(hi, lo);
-            *self = Self::from_parts(m, hi, lo);
+            self.absorb(other);
         }
     }
 
-    /// `e^(from − to)` for `from <= to`, exactly 1 when equal (also for two `+inf`), 0 when `to`
-    /// is `+inf` and `from` is not.
+    /// Adds a finite state into this one's frame, then moves the reference up if the maximum
+    /// has run more than [`REBASE`] above it.
+    #[inline]
+    fn absorb(&mut self, o: &Self) {
+        let f = Self::exp_rel(o.r, self.r);
+        let (hi, e) = two_sum(self.hi, o.hi * f);
+        let lo = self.lo + o.lo * f + e;
+        let (hi, lo) = two_sum(hi, lo);
+        self.hi = hi;
+        self.lo = lo;
+        if o.max > self.max {
+            self.max = o.max;
+            self.top = o.top * f;
+        }
+        if self.max > self.r + F::from_f64(REBASE) {
+            let f = Self::factor(self.r, self.max);
+            self.hi *= f;
+            self.lo *= f;
+            self.top *= f;
+            self.r = self.max;
+        }
+    }
+
+    /// `e^(from − to)` for finite `from <= to`.
     #[inline(always)]
-    fn factor(&self, from: F, to: F) -> F {
-        if from == to {
-            F::ONE
-        } else if to == F::INFINITY || from == F::NEG_INFINITY {
-            F::ZERO
-        } else {
-            let (hi, lo) = kernel::exact_diff(from, to);
+    fn factor(from: F, to: F) -> F {
+        let (hi, lo) = kernel::exact_diff(from, to);
+        B::exp_shifted(hi, lo)
+    }
+
+    /// `e^(x − r)` for finite `x`, `r` with `x − r <= 8` (either sign).
+    #[inline(always)]
+    fn exp_rel(x: F, r: F) -> F {
+        let (hi, lo) = kernel::exact_diff(x, r);
+        if hi <= F::ZERO {
             B::exp_shifted(hi, lo)
+        } else {
+            let e = B::exp(hi);
+            e + e * lo
         }
     }
 
     #[inline(always)]
     fn add(&mut self, v: F) {
-        let (hi, e) = two_sum(self.hi, v);
+        // Renormalise every time, so the low word never accumulates roundings of its own.
+        let (s, e) = two_sum(self.hi, v);
+        let (hi, lo) = two_sum(s, self.lo + e);
         self.hi = hi;
-        self.lo += e;
+        self.lo = lo;
     }
 
     /// The running maximum (`-inf` when empty, NaN when poisoned).
@@ -218,8 +285,8 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
         self.max
     }
 
-    /// The scaled sum `Σ e^(x − max)` (at least 1 once a finite value was pushed; the number of
-    /// `+inf` values when the max is `+inf`; 0 when empty).
+    /// The scaled sum `Σ e^(x − max)`: at least 1 once a finite value was pushed, the number of
+    /// `+inf` values when the max is `+inf`, 0 when empty.
     ///
     /// # Examples
     ///
@@ -227,11 +294,11 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// use softmax_core::{LogSumExp, backend::Poly};
     /// let mut s = LogSumExp::new(Poly);
     /// s.push_slice(&[2.0f64, 2.0, 2.0]);
-    /// assert_eq!(s.sum(), 3.0);
+    /// assert_eq!(s.scaled_sum(), 3.0);
     /// ```
     #[inline]
-    pub fn sum(&self) -> F {
-        self.hi + self.lo
+    pub fn scaled_sum(&self) -> F {
+        (self.hi + self.lo) / self.top
     }
 
     /// `ln Σ e^(x − max)`, computed from the compensated sum (accurate even when the sum is
@@ -252,8 +319,11 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
             F::NAN
         } else if self.max == F::NEG_INFINITY {
             F::NEG_INFINITY
-        } else {
+        } else if self.top == F::ONE {
             kernel::ln_sum::<F, B>(self.hi, self.lo)
+        } else {
+            // ln(S/top) = log1p((S − top)/top); S >= top, and S − top is exact while S <= 2·top.
+            kernel::ln_sum::<F, B>(F::ONE, ((self.hi - self.top) + self.lo) / self.top)
         }
     }
 
@@ -292,6 +362,9 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// ```
     #[inline]
     pub fn log_prob(&self, x: F) -> F {
+        if self.max.is_finite() && x == F::INFINITY {
+            return x; // above everything pushed: e^(x − lse) = +inf
+        }
         self.log_prob_scaled(Unit, x, self.ln_sum())
     }
 
@@ -309,7 +382,11 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     #[inline]
     pub fn prob(&self, x: F) -> F {
         if self.max.is_finite() && x > self.max {
-            // A value larger than any pushed: not part of the distribution, but well defined.
+            // A value larger than any pushed: not part of the distribution, but well defined
+            // (+inf for x = +inf).
+            if x == F::INFINITY {
+                return x;
+            }
             let (hi, lo) = kernel::exact_diff(x, self.max);
             B::exp(hi + lo) * self.inv_sum()
         } else {
@@ -317,16 +394,20 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
         }
     }
 
-    /// The compensated scaled sum as its two parts.
+    /// The compensated scaled sum `Σ e^(x − max)` as its two parts.
     #[inline(always)]
     pub(crate) fn sum_parts(&self) -> (F, F) {
-        (self.hi, self.lo)
+        if self.top == F::ONE {
+            (self.hi, self.lo)
+        } else {
+            (self.hi / self.top, self.lo / self.top)
+        }
     }
 
-    /// `1/sum`, with the compensation folded in.
+    /// `1/Σ e^(x − max)` = `top/(hi + lo)`, with the compensation folded in.
     #[inline(always)]
     pub(crate) fn inv_sum(&self) -> F {
-        let r = F::ONE / self.hi;
+        let r = self.top / self.hi;
         r - r * (self.lo / self.hi)
     }
 
@@ -340,8 +421,8 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
             // lo is NaN when hi = -inf.
             select(hi == F::NEG_INFINITY, hi, (hi - ln_sum) + lo)
         } else if self.max == F::INFINITY {
-            // ln_sum = ln k here.
-            select(p == F::INFINITY, -ln_sum, F::NEG_INFINITY)
+            // ln_sum = ln k here (0 − ln k, so a single +inf gets +0 as the finite max does).
+            select(p == F::INFINITY, F::ZERO - ln_sum, F::NEG_INFINITY)
         } else {
             // Empty: -inf everywhere; poisoned: NaN everywhere.
             self.max

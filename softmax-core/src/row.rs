@@ -335,16 +335,21 @@ pub(crate) fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
 /// `None` for an empty row.
 #[inline]
 pub(crate) fn argmax<F: Float>(x: &[F]) -> Option<usize> {
-    let mut best = *x.first()?;
-    let mut idx = 0;
-    for (i, &v) in x.iter().enumerate() {
+    argmax_iter(x.iter().copied())
+}
+
+/// [`argmax`] over values from an iterator.
+#[inline]
+pub(crate) fn argmax_iter<F: Float>(x: impl Iterator<Item = F>) -> Option<usize> {
+    let mut best: Option<(usize, F)> = None;
+    for (i, v) in x.enumerate() {
         if v.is_nan() {
             return Some(i);
         }
-        if v > best {
-            best = v;
-            idx = i;
+        match best {
+            Some((_, b)) if v <= b => {}
+            _ => best = Some((i, v)),
         }
     }
-    Some(idx)
+    best.map(|(i, _)| i)
 }

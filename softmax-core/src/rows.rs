@@ -5,11 +5,9 @@
 //! A batch with zero rows (empty input) is valid and does nothing; `n = 0` is an error.
 
 use crate::backend::Backend;
-use crate::kernel::{InPlace, OutOfPlace};
-use crate::spec::{
-    check_len, check_temperature, dispatch, with_scale, RowIter, RowIterMut, RowMask,
-};
-use crate::{ops, row, Error, Float, Rows};
+use crate::kernel::{InPlace, Load, OutOfPlace};
+use crate::spec::{check_len, dispatch, with_scale, RowIter, RowIterMut, RowMask};
+use crate::{ops, row, Error, Float, Mask, Rows};
 
 /// softmax over each row of `x` into `y`, with the spec's temperature and mask.
 /// Per-row semantics and accuracy as [`softmax`](crate::softmax) /
@@ -67,7 +65,7 @@ pub fn softmax<F: Float, B: Backend<F>>(
 /// use softmax_core::{rows, Rows, backend::Poly};
 /// let keep = [true, false];
 /// let mut y = [0.0f64; 2];
-/// rows::log_softmax(Poly, &[3.0, 4.0], &mut y, &Rows::new(2).keep(&keep)).unwrap();
+/// rows::log_softmax(Poly, &[3.0, 4.0], &mut y, &Rows::new(2).with_keep(&keep)).unwrap();
 /// assert_eq!(y, [0.0, f64::NEG_INFINITY]);
 /// ```
 pub fn log_softmax<F: Float, B: Backend<F>>(
@@ -93,28 +91,31 @@ pub fn log_softmax<F: Float, B: Backend<F>>(
     Ok(())
 }
 
-/// softmax of each row of `n` values at temperature τ, overwriting the rows.
+/// softmax of each row of `xy` (temperature and mask from the spec), overwriting the rows.
+/// Semantics and accuracy as [`softmax`].
 ///
 /// # Errors
 ///
-/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`], [`Error::InvalidTemperature`].
+/// As [`softmax`].
 ///
 /// # Examples
 ///
 /// ```
-/// use softmax_core::{rows, backend::Poly};
+/// use softmax_core::{rows, Rows, backend::Poly};
 /// let mut xy = [0.0f32, 0.0, 5.0, 5.0];
-/// rows::softmax_in_place(Poly, &mut xy, 2, 0.5).unwrap();
-/// assert_eq!(xy, [0.5; 4]);
+/// let keep = [true, true, true, false];
+/// rows::softmax_in_place(Poly, &mut xy, &Rows::new(2).with_temperature(0.5).with_keep(&keep)).unwrap();
+/// assert_eq!(xy, [0.5, 0.5, 1.0, 0.0]);
 /// ```
 pub fn softmax_in_place<F: Float, B: Backend<F>>(
     _backend: B,
     xy: &mut [F],
-    n: usize,
-    temperature: F,
+    spec: &Rows<'_, F>,
 ) -> Result<(), Error> {
-    Rows::new(n).temperature(temperature).check(xy.len())?;
-    with_scale!(temperature, |s| {
+    spec.check(xy.len())?;
+    apply_mask_in_place(xy, spec);
+    let n = spec.n();
+    with_scale!(spec.temperature(), |s| {
         for r in RowIterMut::new(xy, n) {
             row::softmax::<F, B, _>(InPlace(r), s);
         }
@@ -122,33 +123,59 @@ pub fn softmax_in_place<F: Float, B: Backend<F>>(
     Ok(())
 }
 
-/// log_softmax of each row of `n` values at temperature τ, overwriting the rows.
+/// log_softmax of each row of `xy` (temperature and mask from the spec), overwriting the rows.
+/// Semantics and accuracy as [`log_softmax`].
 ///
 /// # Errors
 ///
-/// As [`softmax_in_place`].
+/// As [`softmax`].
 ///
 /// # Examples
 ///
 /// ```
-/// use softmax_core::{rows, backend::Poly};
+/// use softmax_core::{rows, Rows, backend::Poly};
 /// let mut xy = [1.0f64, 1.0];
-/// rows::log_softmax_in_place(Poly, &mut xy, 1, 3.0).unwrap();
+/// rows::log_softmax_in_place(Poly, &mut xy, &Rows::new(1).with_temperature(3.0)).unwrap();
 /// assert_eq!(xy, [0.0, 0.0]);
 /// ```
 pub fn log_softmax_in_place<F: Float, B: Backend<F>>(
     _backend: B,
     xy: &mut [F],
-    n: usize,
-    temperature: F,
+    spec: &Rows<'_, F>,
 ) -> Result<(), Error> {
-    Rows::new(n).temperature(temperature).check(xy.len())?;
-    with_scale!(temperature, |s| {
+    spec.check(xy.len())?;
+    apply_mask_in_place(xy, spec);
+    let n = spec.n();
+    with_scale!(spec.temperature(), |s| {
         for r in RowIterMut::new(xy, n) {
             row::log_softmax::<F, B, _>(InPlace(r), s);
         }
     });
     Ok(())
+}
+
+/// Writes a validated spec's mask into the buffer: `-inf` where a keep-mask drops an entry,
+/// `x + bias` for a bias mask (exactly what the loads of the out-of-place functions compute).
+fn apply_mask_in_place<F: Float>(xy: &mut [F], spec: &Rows<'_, F>) {
+    match spec.mask() {
+        Mask::None => {}
+        Mask::Keep(k) => xy.iter_mut().zip(k).for_each(|(v, &k)| {
+            if !k {
+                *v = F::NEG_INFINITY;
+            }
+        }),
+        Mask::Bias(b) => xy.iter_mut().zip(b).for_each(|(v, &b)| *v += b),
+    }
+}
+
+/// Zeroes `dx` where a keep-mask drops an entry (those entries are constants).
+fn zero_masked<F: Float>(dx: &mut [F], spec: &Rows<'_, F>) {
+    if let Mask::Keep(k) = spec.mask() {
+        dx.iter_mut()
+            .zip(k)
+            .filter(|(_, &k)| !k)
+            .for_each(|(d, _)| *d = F::ZERO);
+    }
 }
 
 /// logsumexp of each row of `x/τ` (masked entries excluded) into `out` (one value per row).
@@ -195,7 +222,7 @@ pub fn logsumexp<F: Float, B: Backend<F>>(
 /// use softmax_core::{rows, Rows, backend::Poly};
 /// let keep = [true, true, false, false];
 /// let mut h = [0.0f64; 1];
-/// rows::entropy(Poly, &[1.0, 1.0, 9.0, 9.0], &mut h, &Rows::new(4).keep(&keep)).unwrap();
+/// rows::entropy(Poly, &[1.0, 1.0, 9.0, 9.0], &mut h, &Rows::new(4).with_keep(&keep)).unwrap();
 /// assert!((h[0] - 2f64.ln()).abs() < 1e-15);
 /// ```
 pub fn entropy<F: Float, B: Backend<F>>(
@@ -250,42 +277,52 @@ pub fn kl_divergence<F: Float, B: Backend<F>>(
     Ok(())
 }
 
-/// softmax VJP for each row of `n`, from outputs `y` of `softmax(x/τ)` and upstream `dy`:
-/// `dx = y ⊙ (dy − ⟨y, dy⟩)/τ`. Masks need no argument: masked entries have `y = 0` and are
-/// constants. Per-row semantics as [`softmax_vjp`](crate::softmax_vjp).
+/// softmax VJP for each row, from outputs `y` of `softmax(x/τ)` and upstream `dy`:
+/// `dx = y ⊙ (dy − ⟨y, dy⟩)/τ`. Per-row semantics as [`softmax_vjp`](crate::softmax_vjp).
+///
+/// The spec gives the row length and τ. Its mask needs no work here (masked entries are
+/// already constants in `y`), but a keep-mask is honoured anyway: `dx = 0` where it drops an
+/// entry. `y` must come from the forward pass with the same spec.
 ///
 /// # Errors
 ///
-/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`], [`Error::InvalidTemperature`].
+/// As [`softmax`], and [`Error::LengthMismatch`] if `dy` or `dx` differ in length from `y`.
 ///
 /// # Examples
 ///
 /// ```
-/// use softmax_core::rows;
+/// use softmax_core::{rows, Rows};
 /// let y = [0.5f32, 0.5];
 /// let mut dx = [0.0; 2];
-/// rows::softmax_vjp(&y, &[1.0, 0.0], &mut dx, 2, 0.5).unwrap();
+/// rows::softmax_vjp(&y, &[1.0, 0.0], &mut dx, &Rows::new(2).with_temperature(0.5)).unwrap();
 /// assert_eq!(dx, [0.5, -0.5]); // (1/τ)·y·(dy − ⟨y,dy⟩)
 /// ```
 pub fn softmax_vjp<F: Float>(
     y: &[F],
     dy: &[F],
     dx: &mut [F],
-    n: usize,
-    temperature: F,
+    spec: &Rows<'_, F>,
 ) -> Result<(), Error> {
-    check_vjp(y, dy, dx, n, temperature)?;
+    check_vjp(y, dy, dx, spec)?;
+    let n = spec.n();
     let rows = RowIter::new(y, n)
         .zip(RowIter::new(dy, n))
         .zip(RowIterMut::new(dx, n));
     for ((y, dy), dx) in rows {
-        row::softmax_vjp(y, dy, dx, temperature);
+        row::softmax_vjp(y, dy, dx, spec.temperature());
     }
+    zero_masked(dx, spec);
     Ok(())
 }
 
-/// log_softmax VJP for each row of `n`, from outputs `y` of `log_softmax(x/τ)` and upstream `dy`:
-/// `dx = (dy − e^y·Σ dy)/τ`, with `-inf` (masked) entries constant.
+/// log_softmax VJP for each row, from outputs `y` of `log_softmax(x/τ)` and upstream `dy`:
+/// `dx = (dy − e^y·Σ dy)/τ`, with `-inf` (masked) entries constant. Per-row semantics as
+/// [`log_softmax_vjp`](crate::log_softmax_vjp); prefer [`log_softmax_vjp_from_logits`] when
+/// the logits are at hand.
+///
+/// The spec gives the row length and τ. Its mask needs no work here (masked entries are
+/// already constants in `y`), but a keep-mask is honoured anyway: `dx = 0` where it drops an
+/// entry. `y` must come from the forward pass with the same spec.
 ///
 /// # Errors
 ///
@@ -294,10 +331,10 @@ pub fn softmax_vjp<F: Float>(
 /// # Examples
 ///
 /// ```
-/// use softmax_core::{rows, backend::Poly};
+/// use softmax_core::{rows, Rows, backend::Poly};
 /// let y = [-core::f64::consts::LN_2; 2];
 /// let mut dx = [0.0; 2];
-/// rows::log_softmax_vjp(Poly, &y, &[1.0, 0.0], &mut dx, 2, 1.0).unwrap();
+/// rows::log_softmax_vjp(Poly, &y, &[1.0, 0.0], &mut dx, &Rows::new(2)).unwrap();
 /// assert!((dx[0] - 0.5).abs() < 1e-15 && (dx[1] + 0.5).abs() < 1e-15);
 /// ```
 pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
@@ -305,16 +342,17 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
     y: &[F],
     dy: &[F],
     dx: &mut [F],
-    n: usize,
-    temperature: F,
+    spec: &Rows<'_, F>,
 ) -> Result<(), Error> {
-    check_vjp(y, dy, dx, n, temperature)?;
+    check_vjp(y, dy, dx, spec)?;
+    let n = spec.n();
     let rows = RowIter::new(y, n)
         .zip(RowIter::new(dy, n))
         .zip(RowIterMut::new(dx, n));
     for ((y, dy), dx) in rows {
-        row::log_softmax_vjp::<F, B>(y, dy, dx, temperature);
+        row::log_softmax_vjp::<F, B>(y, dy, dx, spec.temperature());
     }
+    zero_masked(dx, spec);
     Ok(())
 }
 
@@ -356,13 +394,7 @@ pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>>(
             .zip(RowIter::new(dy, n))
             .zip(RowIterMut::new(dx, n));
         for (((xr, dyr), dxr), m) in rows.zip(masks) {
-            row::log_softmax_vjp_logits::<F, B, _, _>(
-                m.load(xr),
-                s,
-                dyr,
-                dxr,
-                spec.temperature_value(),
-            );
+            row::log_softmax_vjp_logits::<F, B, _, _>(m.load(xr), s, dyr, dxr, spec.temperature());
         }
     });
     Ok(())
@@ -380,7 +412,7 @@ pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>>(
 /// ```
 /// use softmax_core::{rows, Rows};
 /// let mut y = [0.0f32; 3];
-/// rows::sparsemax(&[1.0, 2.0, 3.0], &mut y, &Rows::new(3).temperature(5.0)).unwrap();
+/// rows::sparsemax(&[1.0, 2.0, 3.0], &mut y, &Rows::new(3).with_temperature(5.0)).unwrap();
 /// assert!((y[0] - 0.133_333_33).abs() < 1e-7);
 /// ```
 pub fn sparsemax<F: Float>(x: &[F], y: &mut [F], spec: &Rows<'_, F>) -> Result<(), Error> {
@@ -401,7 +433,12 @@ pub fn sparsemax<F: Float>(x: &[F], y: &mut [F], spec: &Rows<'_, F>) -> Result<(
     Ok(())
 }
 
-/// sparsemax VJP for each row of `n`, from outputs `y` of `sparsemax(x/τ)` and upstream `dy`.
+/// sparsemax VJP for each row, from outputs `y` of `sparsemax(x/τ)` and upstream `dy`.
+/// Per-row semantics as [`sparsemax_vjp`](crate::sparsemax_vjp).
+///
+/// The spec gives the row length and τ. Its mask needs no work here (masked entries are
+/// already constants in `y`), but a keep-mask is honoured anyway: `dx = 0` where it drops an
+/// entry. `y` must come from the forward pass with the same spec.
 ///
 /// # Errors
 ///
@@ -410,78 +447,90 @@ pub fn sparsemax<F: Float>(x: &[F], y: &mut [F], spec: &Rows<'_, F>) -> Result<(
 /// # Examples
 ///
 /// ```
-/// use softmax_core::rows;
+/// use softmax_core::{rows, Rows};
 /// let mut dx = [0.0f32; 2];
-/// rows::sparsemax_vjp(&[0.0, 1.0], &[3.0, 2.0], &mut dx, 2, 2.0).unwrap();
+/// rows::sparsemax_vjp(&[0.0, 1.0], &[3.0, 2.0], &mut dx, &Rows::new(2).with_temperature(2.0)).unwrap();
 /// assert_eq!(dx, [0.0, 0.0]);
 /// ```
 pub fn sparsemax_vjp<F: Float>(
     y: &[F],
     dy: &[F],
     dx: &mut [F],
-    n: usize,
-    temperature: F,
+    spec: &Rows<'_, F>,
 ) -> Result<(), Error> {
-    check_vjp(y, dy, dx, n, temperature)?;
+    check_vjp(y, dy, dx, spec)?;
+    let n = spec.n();
     let rows = RowIter::new(y, n)
         .zip(RowIter::new(dy, n))
         .zip(RowIterMut::new(dx, n));
     for ((y, dy), dx) in rows {
-        row::sparsemax_vjp(y, dy, dx, temperature);
+        row::sparsemax_vjp(y, dy, dx, spec.temperature());
     }
+    zero_masked(dx, spec);
     Ok(())
 }
 
-/// argmax of each row of `n` into `out` (first maximum; NaN counts as largest).
+/// argmax of each row (first maximum; NaN counts as largest) into `out`, over the entries the
+/// spec's mask keeps (a bias mask is added first). The temperature does not change an argmax;
+/// it is only validated. A row with nothing kept answers 0.
 ///
 /// # Errors
 ///
-/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`].
+/// As [`logsumexp`].
 ///
 /// # Examples
 ///
 /// ```
-/// use softmax_core::rows;
+/// use softmax_core::{rows, Rows};
 /// let mut idx = [0usize; 2];
-/// rows::argmax(&[1.0f32, 5.0, 7.0, 2.0], &mut idx, 2).unwrap();
-/// assert_eq!(idx, [1, 0]);
+/// let keep = [true, false, true, true];
+/// rows::argmax(&[1.0f32, 5.0, 7.0, 2.0], &mut idx, &Rows::new(2).with_keep(&keep)).unwrap();
+/// assert_eq!(idx, [0, 0]);
 /// ```
-pub fn argmax<F: Float>(x: &[F], out: &mut [usize], n: usize) -> Result<(), Error> {
-    let r = Rows::<F>::new(n).check(x.len())?;
+pub fn argmax<F: Float>(x: &[F], out: &mut [usize], spec: &Rows<'_, F>) -> Result<(), Error> {
+    let r = spec.check(x.len())?;
     check_len(r, out.len())?;
-    for (xr, o) in RowIter::new(x, n).zip(out.iter_mut()) {
-        *o = row::argmax(xr).unwrap_or(0);
-    }
+    let n = spec.n();
+    dispatch!(spec, |masks, _s| {
+        for ((xr, o), m) in RowIter::new(x, n).zip(out.iter_mut()).zip(masks) {
+            *o = row::argmax_iter(m.load(xr).iter()).unwrap_or(0);
+        }
+    });
     Ok(())
 }
 
-/// Hard max (one-hot of argmax) of each row of `n`. Per-row semantics as
-/// [`hardmax`](crate::hardmax).
+/// Hard max (one-hot of argmax) of each row, over the entries the spec's mask keeps. Per-row
+/// semantics as [`hardmax`](crate::hardmax); the temperature is only validated.
 ///
 /// # Errors
 ///
-/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`].
+/// As [`softmax`].
 ///
 /// # Examples
 ///
 /// ```
-/// use softmax_core::rows;
+/// use softmax_core::{rows, Rows};
 /// let mut y = [0.0f32; 4];
-/// rows::hardmax(&[1.0, 5.0, 7.0, 2.0], &mut y, 2).unwrap();
+/// rows::hardmax(&[1.0, 5.0, 7.0, 2.0], &mut y, &Rows::new(2)).unwrap();
 /// assert_eq!(y, [0.0, 1.0, 1.0, 0.0]);
 /// ```
-pub fn hardmax<F: Float>(x: &[F], y: &mut [F], n: usize) -> Result<(), Error> {
-    Rows::<F>::new(n).check(x.len())?;
+pub fn hardmax<F: Float>(x: &[F], y: &mut [F], spec: &Rows<'_, F>) -> Result<(), Error> {
+    spec.check(x.len())?;
     check_len(x.len(), y.len())?;
-    for (xr, yr) in RowIter::new(x, n).zip(RowIterMut::new(y, n)) {
-        ops::hardmax_row(xr, yr);
-    }
+    let n = spec.n();
+    dispatch!(spec, |masks, _s| {
+        for ((xr, yr), m) in RowIter::new(x, n).zip(RowIterMut::new(y, n)).zip(masks) {
+            for (o, v) in yr.iter_mut().zip(m.load(xr).iter()) {
+                *o = v;
+            }
+            ops::hardmax_in_place(yr);
+        }
+    });
     Ok(())
 }
 
-fn check_vjp<F: Float>(y: &[F], dy: &[F], dx: &[F], n: usize, temperature: F) -> Result<(), Error> {
-    Rows::<F>::new(n).check(y.len())?;
+fn check_vjp<F: Float>(y: &[F], dy: &[F], dx: &[F], spec: &Rows<'_, F>) -> Result<(), Error> {
+    spec.check(y.len())?;
     check_len(y.len(), dy.len())?;
-    check_len(y.len(), dx.len())?;
-    check_temperature(temperature)
+    check_len(y.len(), dx.len())
 }

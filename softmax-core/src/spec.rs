@@ -11,7 +11,7 @@ use crate::{Error, Float};
 /// ```
 /// use softmax_core::{rows, Mask, Rows, backend::Poly};
 /// let keep = [true, false, true];
-/// let spec = Rows::new(3).keep(&keep);
+/// let spec = Rows::new(3).with_keep(&keep);
 /// assert!(matches!(spec.mask(), Mask::Keep(_)));
 /// let mut y = [0.0f32; 3];
 /// rows::softmax(Poly, &[1.0, 100.0, 1.0], &mut y, &spec).unwrap();
@@ -34,8 +34,10 @@ pub enum Mask<'a, F> {
 /// Shape and options of a row batch: rows of `n` entries (the batch size is the input length
 /// divided by `n`), a temperature τ (each row is read as `x/τ`), and an optional mask.
 ///
-/// Built with [`Rows::new`] and chained setters; validated by the function it is passed to
-/// (`n = 0` → [`Error::EmptyRow`], lengths → [`Error::LengthMismatch`], τ → [`Error::InvalidTemperature`]).
+/// Built with [`Rows::new`] and the chained `with_*` setters; validated by the function it is
+/// passed to (`n = 0` → [`Error::EmptyRow`], an input length that is not a multiple of `n` →
+/// [`Error::RaggedBatch`], other lengths → [`Error::LengthMismatch`], τ →
+/// [`Error::InvalidTemperature`]).
 ///
 /// # Examples
 ///
@@ -44,7 +46,7 @@ pub enum Mask<'a, F> {
 /// // Two rows of three, temperature 2.
 /// let x = [1.0f64, 2.0, 3.0, 0.0, 0.0, 0.0];
 /// let mut lse = [0.0; 2];
-/// rows::logsumexp(Poly, &x, &mut lse, &Rows::new(3).temperature(2.0)).unwrap();
+/// rows::logsumexp(Poly, &x, &mut lse, &Rows::new(3).with_temperature(2.0)).unwrap();
 /// assert!((lse[1] - 3f64.ln()).abs() < 1e-15);
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -77,9 +79,9 @@ impl<'a, F: Float> Rows<'a, F> {
     ///
     /// ```
     /// use softmax_core::Rows;
-    /// assert_eq!(Rows::new(4).temperature(0.5f32).temperature_value(), 0.5);
+    /// assert_eq!(Rows::new(4).with_temperature(0.5f32).temperature(), 0.5);
     /// ```
-    pub fn temperature(self, temperature: F) -> Self {
+    pub fn with_temperature(self, temperature: F) -> Self {
         Rows {
             temperature,
             ..self
@@ -93,9 +95,9 @@ impl<'a, F: Float> Rows<'a, F> {
     /// ```
     /// use softmax_core::{Mask, Rows};
     /// let keep = [true, false];
-    /// assert!(matches!(Rows::<f32>::new(2).keep(&keep).mask(), Mask::Keep(_)));
+    /// assert!(matches!(Rows::<f32>::new(2).with_keep(&keep).mask(), Mask::Keep(_)));
     /// ```
-    pub fn keep(self, keep: &'a [bool]) -> Self {
+    pub fn with_keep(self, keep: &'a [bool]) -> Self {
         Rows {
             mask: Mask::Keep(keep),
             ..self
@@ -109,9 +111,9 @@ impl<'a, F: Float> Rows<'a, F> {
     /// ```
     /// use softmax_core::{Mask, Rows};
     /// let bias = [0.0f32, f32::NEG_INFINITY];
-    /// assert!(matches!(Rows::new(2).bias(&bias).mask(), Mask::Bias(_)));
+    /// assert!(matches!(Rows::new(2).with_bias(&bias).mask(), Mask::Bias(_)));
     /// ```
-    pub fn bias(self, bias: &'a [F]) -> Self {
+    pub fn with_bias(self, bias: &'a [F]) -> Self {
         Rows {
             mask: Mask::Bias(bias),
             ..self
@@ -136,9 +138,9 @@ impl<'a, F: Float> Rows<'a, F> {
     ///
     /// ```
     /// use softmax_core::Rows;
-    /// assert_eq!(Rows::<f64>::new(3).temperature_value(), 1.0);
+    /// assert_eq!(Rows::<f64>::new(3).temperature(), 1.0);
     /// ```
-    pub fn temperature_value(&self) -> F {
+    pub fn temperature(&self) -> F {
         self.temperature
     }
 
@@ -160,10 +162,7 @@ impl<'a, F: Float> Rows<'a, F> {
             return Err(Error::EmptyRow);
         }
         if !len.is_multiple_of(self.n) {
-            return Err(Error::LengthMismatch {
-                expected: (len / self.n + 1) * self.n,
-                found: len,
-            });
+            return Err(Error::RaggedBatch { len, n: self.n });
         }
         let mask_len = match self.mask {
             Mask::None => len,
@@ -345,15 +344,15 @@ macro_rules! dispatch {
         let spec = $spec;
         let n = spec.n();
         match spec.mask() {
-            $crate::Mask::None => $crate::spec::with_scale!(spec.temperature_value(), |$s| {
+            $crate::Mask::None => $crate::spec::with_scale!(spec.temperature(), |$s| {
                 let $masks = core::iter::repeat($crate::spec::NoMask);
                 $body
             }),
-            $crate::Mask::Keep(k) => $crate::spec::with_scale!(spec.temperature_value(), |$s| {
+            $crate::Mask::Keep(k) => $crate::spec::with_scale!(spec.temperature(), |$s| {
                 let $masks = $crate::spec::RowIter::new(k, n).map($crate::spec::KeepRow);
                 $body
             }),
-            $crate::Mask::Bias(b) => $crate::spec::with_scale!(spec.temperature_value(), |$s| {
+            $crate::Mask::Bias(b) => $crate::spec::with_scale!(spec.temperature(), |$s| {
                 let $masks = $crate::spec::RowIter::new(b, n).map($crate::spec::BiasRow);
                 $body
             }),

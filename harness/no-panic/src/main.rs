@@ -87,16 +87,16 @@ fn with_backend<F: Float, B: Backend<F>>() {
     used(softmax_core::temperature_for_entropy(b, x, t));
 
     // Row batches, with a spec whose mask kind and temperature are opaque too.
-    let spec: Rows<'_, F> = black_box(Rows::new(n).temperature(t).keep(keep));
-    let spec_bias: Rows<'_, F> = black_box(Rows::new(n).bias(q));
+    let spec: Rows<'_, F> = black_box(Rows::new(n).with_temperature(t).with_keep(keep));
+    let spec_bias: Rows<'_, F> = black_box(Rows::new(n).with_bias(q));
     used(rows::softmax(b, x, y, &spec));
     used(rows::log_softmax(b, x, y, &spec_bias));
-    used(rows::softmax_in_place(b, y, n, t));
-    used(rows::log_softmax_in_place(b, y, n, t));
+    used(rows::softmax_in_place(b, y, &Rows::new(n).with_temperature(t)));
+    used(rows::log_softmax_in_place(b, y, &Rows::new(n).with_temperature(t)));
     used(rows::logsumexp(b, x, z, &spec));
     used(rows::entropy(b, x, z, &spec_bias));
     used(rows::kl_divergence(b, x, q, z, &spec));
-    used(rows::log_softmax_vjp(b, x, q, w, n, t));
+    used(rows::log_softmax_vjp(b, x, q, w, &Rows::new(n).with_temperature(t)));
     used(rows::log_softmax_vjp_from_logits(b, x, q, w, &spec_bias));
 
     // Fixed-size arrays.
@@ -120,7 +120,7 @@ fn with_backend<F: Float, B: Backend<F>>() {
     s2.push_slice(q);
     s.merge(&black_box(s2));
     black_box(s.max());
-    black_box(s.sum());
+    black_box(s.scaled_sum());
     black_box(s.ln_sum());
     black_box(s.finish());
     black_box(s.log_prob(black_box(F::TWO)));
@@ -159,19 +159,19 @@ fn float_only<F: Float>() {
     used(softmax_core::hardmax(x, y));
 
     // The spec and its accessors.
-    let spec: Rows<'_, F> = black_box(Rows::new(n).temperature(t).keep(keep));
-    let spec_bias: Rows<'_, F> = black_box(Rows::new(n).bias(q));
+    let spec: Rows<'_, F> = black_box(Rows::new(n).with_temperature(t).with_keep(keep));
+    let spec_bias: Rows<'_, F> = black_box(Rows::new(n).with_bias(q));
     black_box(spec.n());
-    black_box(spec.temperature_value());
+    black_box(spec.temperature());
     black_box(spec.mask());
     black_box(spec_bias.mask());
 
-    used(rows::softmax_vjp(x, q, y, n, t));
+    used(rows::softmax_vjp(x, q, y, &Rows::new(n).with_temperature(t)));
     used(rows::sparsemax(x, y, &spec));
     used(rows::sparsemax(x, z, &spec_bias));
-    used(rows::sparsemax_vjp(x, q, y, n, t));
-    used(rows::argmax(x, idx, n));
-    used(rows::hardmax(x, y, n));
+    used(rows::sparsemax_vjp(x, q, y, &Rows::new(n).with_temperature(t)));
+    used(rows::argmax(x, idx, &Rows::new(n)));
+    used(rows::hardmax(x, y, &Rows::new(n)));
 
     let a: [F; 17] = black_box([F::ONE; 17]);
     used(array::sparsemax(&a));

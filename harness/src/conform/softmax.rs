@@ -60,9 +60,9 @@ impl<F: Real> Batch<F> {
     }
 
     fn spec(&self) -> Rows<'_, F> {
-        let spec = Rows::new(self.shape.n).temperature(self.temperature);
+        let spec = Rows::new(self.shape.n).with_temperature(self.temperature);
         match &self.mask {
-            Some(keep) => spec.keep(keep),
+            Some(keep) => spec.with_keep(keep),
             None => spec,
         }
     }
@@ -136,7 +136,12 @@ where
     let b = Batch::<F>::parse(req, true)?;
     let y = b.softmax()?;
     let mut dx = vec![F::ZERO; y.len()];
-    rows::softmax_vjp(&y, &b.dy, &mut dx, b.shape.n, b.temperature)?;
+    rows::softmax_vjp(
+        &y,
+        &b.dy,
+        &mut dx,
+        &Rows::new(b.shape.n).with_temperature(b.temperature),
+    )?;
     Ok(vec![("dx", float_array(&dx))])
 }
 

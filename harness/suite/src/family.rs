@@ -61,8 +61,12 @@ fn each_batch<F: Elem>(ctx: &mut Ctx, mut f: impl FnMut(&mut Ctx, &[F], &Rows<'_
         fill_keep(&mut ctx.rng, &mut keep[..len]);
         fill_bias(&mut ctx.rng, &mut bias[..len]);
         for t in [0.5, 1.0, 2.0].map(F::from_f64) {
-            let plain = Rows::new(n).temperature(t);
-            for spec in [plain, plain.keep(&keep[..len]), plain.bias(&bias[..len])] {
+            let plain = Rows::new(n).with_temperature(t);
+            for spec in [
+                plain,
+                plain.with_keep(&keep[..len]),
+                plain.with_bias(&bias[..len]),
+            ] {
                 feed_spec(ctx, &spec);
                 f(ctx, &x[..len], &spec);
             }
@@ -73,7 +77,7 @@ fn each_batch<F: Elem>(ctx: &mut Ctx, mut f: impl FnMut(&mut Ctx, &[F], &Rows<'_
 /// Feeds everything a [`Rows`] spec reports about itself.
 fn feed_spec<F: Elem>(ctx: &mut Ctx, spec: &Rows<'_, F>) {
     ctx.feed(&spec.n());
-    ctx.feed(&spec.temperature_value());
+    ctx.feed(&spec.temperature());
     match spec.mask() {
         Mask::None => ctx.feed(&0u8),
         Mask::Keep(k) => {
@@ -433,7 +437,7 @@ pub(crate) fn temperature_for_entropy<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
 /// Everything a [`LogSumExp`] state reports.
 fn feed_state<F: Elem, B: Backend<F>>(ctx: &mut Ctx, s: &LogSumExp<F, B>) {
     ctx.feed(&s.max());
-    ctx.feed(&s.sum());
+    ctx.feed(&s.scaled_sum());
     ctx.feed(&s.ln_sum());
     ctx.feed(&s.finish());
 }
@@ -568,14 +572,14 @@ fn rows_xy_errors<F: Elem>(
     ctx.feed(&own_frame(|| call(&x[..5], &mut y[..5], &Rows::new(2))));
     ctx.feed(&own_frame(|| call(&x, &mut y[..5], &Rows::new(3))));
     ctx.feed(&own_frame(|| {
-        call(&x, &mut y[..6], &Rows::new(3).keep(&keep[..5]))
+        call(&x, &mut y[..6], &Rows::new(3).with_keep(&keep[..5]))
     }));
     ctx.feed(&own_frame(|| {
-        call(&x, &mut y[..6], &Rows::new(3).bias(&bias))
+        call(&x, &mut y[..6], &Rows::new(3).with_bias(&bias))
     }));
     for t in bad_temps::<F>() {
         ctx.feed(&own_frame(|| {
-            call(&x, &mut y[..6], &Rows::new(3).temperature(t))
+            call(&x, &mut y[..6], &Rows::new(3).with_temperature(t))
         }));
     }
     ctx.feed(&own_frame(|| call(&[], &mut [], &Rows::new(3))));
@@ -596,11 +600,11 @@ fn rows_reduce_errors<F: Elem>(
     ctx.feed(&own_frame(|| call(&x, &mut out[..3], &Rows::new(3))));
     ctx.feed(&own_frame(|| call(&x, &mut out[..1], &Rows::new(3))));
     ctx.feed(&own_frame(|| {
-        call(&x, &mut out[..2], &Rows::new(3).keep(&keep))
+        call(&x, &mut out[..2], &Rows::new(3).with_keep(&keep))
     }));
     for t in bad_temps::<F>() {
         ctx.feed(&own_frame(|| {
-            call(&x, &mut out[..2], &Rows::new(3).temperature(t))
+            call(&x, &mut out[..2], &Rows::new(3).with_temperature(t))
         }));
     }
     ctx.feed(&own_frame(|| call(&[], &mut [], &Rows::new(3))));
@@ -661,15 +665,17 @@ pub(crate) fn rows_in_place<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
         if !matches!(spec.mask(), Mask::None) {
             return;
         }
-        let (n, t) = (spec.n(), spec.temperature_value());
+        let (n, t) = (spec.n(), spec.temperature());
         let mut y = [F::ZERO; BATCH_CAP];
         let y = &mut y[..x.len()];
         y.copy_from_slice(x);
-        ctx.feed(&own_frame(|| rows::softmax_in_place(B::default(), y, n, t)));
+        ctx.feed(&own_frame(|| {
+            rows::softmax_in_place(B::default(), y, &Rows::new(n).with_temperature(t))
+        }));
         ctx.feed(&*y);
         y.copy_from_slice(x);
         ctx.feed(&own_frame(|| {
-            rows::log_softmax_in_place(B::default(), y, n, t)
+            rows::log_softmax_in_place(B::default(), y, &Rows::new(n).with_temperature(t))
         }));
         ctx.feed(&*y);
     });
@@ -682,14 +688,18 @@ pub(crate) fn rows_in_place<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
         (5, F::INFINITY),
     ] {
         ctx.feed(&own_frame(|| {
-            rows::softmax_in_place(B::default(), &mut xy, n, t)
+            rows::softmax_in_place(B::default(), &mut xy, &Rows::new(n).with_temperature(t))
         }));
         ctx.feed(&own_frame(|| {
-            rows::log_softmax_in_place(B::default(), &mut xy, n, t)
+            rows::log_softmax_in_place(B::default(), &mut xy, &Rows::new(n).with_temperature(t))
         }));
     }
     ctx.feed(&own_frame(|| {
-        rows::softmax_in_place::<F, B>(B::default(), &mut [], 3, F::ONE)
+        rows::softmax_in_place::<F, B>(
+            B::default(),
+            &mut [],
+            &Rows::new(3).with_temperature(F::ONE),
+        )
     }));
     ctx.feed(&xy);
 }
@@ -754,11 +764,15 @@ pub(crate) fn rows_softmax_vjp<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
         let (y, dy, dx) = (&mut y[..m], &mut dy[..m], &mut dx[..m]);
         ctx.feed(&own_frame(|| rows::softmax(B::default(), x, y, spec)));
         fill_grad(ctx, dy);
-        let (n, t) = (spec.n(), spec.temperature_value());
-        ctx.feed(&own_frame(|| rows::softmax_vjp(y, dy, dx, n, t)));
+        let (n, t) = (spec.n(), spec.temperature());
+        ctx.feed(&own_frame(|| {
+            rows::softmax_vjp(y, dy, dx, &Rows::new(n).with_temperature(t))
+        }));
         ctx.feed(&*dx);
     });
-    rows_vjp_errors::<F>(ctx, |y, dy, dx, n, t| rows::softmax_vjp(y, dy, dx, n, t));
+    rows_vjp_errors::<F>(ctx, |y, dy, dx, n, t| {
+        rows::softmax_vjp(y, dy, dx, &Rows::new(n).with_temperature(t))
+    });
 }
 
 /// `rows::log_softmax_vjp` from the masked, tempered log_softmax of every batch.
@@ -773,14 +787,14 @@ pub(crate) fn rows_log_softmax_vjp<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
         let (y, dy, dx) = (&mut y[..m], &mut dy[..m], &mut dx[..m]);
         ctx.feed(&own_frame(|| rows::log_softmax(B::default(), x, y, spec)));
         fill_grad(ctx, dy);
-        let (n, t) = (spec.n(), spec.temperature_value());
+        let (n, t) = (spec.n(), spec.temperature());
         ctx.feed(&own_frame(|| {
-            rows::log_softmax_vjp(B::default(), y, dy, dx, n, t)
+            rows::log_softmax_vjp(B::default(), y, dy, dx, &Rows::new(n).with_temperature(t))
         }));
         ctx.feed(&*dx);
     });
     rows_vjp_errors(ctx, |y, dy, dx, n, t| {
-        rows::log_softmax_vjp(B::default(), y, dy, dx, n, t)
+        rows::log_softmax_vjp(B::default(), y, dy, dx, &Rows::new(n).with_temperature(t))
     });
 }
 
@@ -830,11 +844,15 @@ pub(crate) fn rows_sparsemax_vjp<F: Elem>(ctx: &mut Ctx) {
         let (y, dy, dx) = (&mut y[..m], &mut dy[..m], &mut dx[..m]);
         ctx.feed(&own_frame(|| rows::sparsemax(x, y, spec)));
         fill_grad(ctx, dy);
-        let (n, t) = (spec.n(), spec.temperature_value());
-        ctx.feed(&own_frame(|| rows::sparsemax_vjp(y, dy, dx, n, t)));
+        let (n, t) = (spec.n(), spec.temperature());
+        ctx.feed(&own_frame(|| {
+            rows::sparsemax_vjp(y, dy, dx, &Rows::new(n).with_temperature(t))
+        }));
         ctx.feed(&*dx);
     });
-    rows_vjp_errors::<F>(ctx, |y, dy, dx, n, t| rows::sparsemax_vjp(y, dy, dx, n, t));
+    rows_vjp_errors::<F>(ctx, |y, dy, dx, n, t| {
+        rows::sparsemax_vjp(y, dy, dx, &Rows::new(n).with_temperature(t))
+    });
 }
 
 /// `rows::argmax` and `rows::hardmax` over every batch.
@@ -846,18 +864,24 @@ pub(crate) fn rows_argmax_hardmax<F: Elem>(ctx: &mut Ctx) {
         let n = spec.n();
         let (mut idx, mut y) = ([0usize; MAX_ROWS], [F::ZERO; BATCH_CAP]);
         let (idx, y) = (&mut idx[..x.len() / n], &mut y[..x.len()]);
-        ctx.feed(&own_frame(|| rows::argmax(x, idx, n)));
+        ctx.feed(&own_frame(|| rows::argmax(x, idx, &Rows::new(n))));
         ctx.feed(&*idx);
-        ctx.feed(&own_frame(|| rows::hardmax(x, y, n)));
+        ctx.feed(&own_frame(|| rows::hardmax(x, y, &Rows::new(n))));
         ctx.feed(&*y);
     });
     let x = [F::ONE, F::TWO, F::HALF, F::ZERO, F::ONE, F::TWO];
     let (mut idx, mut y) = ([0usize; 3], [F::ZERO; 7]);
     for (n, rows_out, len_y) in [(0, 2, 6), (4, 2, 6), (3, 3, 6), (3, 2, 7), (3, 2, 6)] {
-        ctx.feed(&own_frame(|| rows::argmax(&x, &mut idx[..rows_out], n)));
-        ctx.feed(&own_frame(|| rows::hardmax(&x, &mut y[..len_y], n)));
+        ctx.feed(&own_frame(|| {
+            rows::argmax(&x, &mut idx[..rows_out], &Rows::new(n))
+        }));
+        ctx.feed(&own_frame(|| {
+            rows::hardmax(&x, &mut y[..len_y], &Rows::new(n))
+        }));
     }
-    ctx.feed(&own_frame(|| rows::argmax::<F>(&[], &mut [], 2)));
+    ctx.feed(&own_frame(|| {
+        rows::argmax::<F>(&[], &mut [], &Rows::new(2))
+    }));
     ctx.feed(&idx);
     ctx.feed(&y);
 }

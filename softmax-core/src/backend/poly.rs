@@ -17,9 +17,9 @@ use crate::float::fast_two_sum;
 ///
 /// | function | max error |
 /// |---|---|
-/// | `exp` f32 | <= 1 ULP from the correctly rounded result for every input whose result is normal (real-valued max 0.81 ULP); underflowing results are rounded once into the subnormal range |
+/// | `exp` f32 | <= 1 ULP from the correctly rounded result for every input whose result is normal (real-valued max 0.826 ULP, exhaustive); underflowing results are rounded once into the subnormal range |
 /// | `exp` f64 | <= 1 ULP against a correctly rounded (mpmath) reference on the committed sample |
-/// | `ln` f32 | <= 1 ULP over every positive float |
+/// | `ln` f32 | <= 1 ULP over every positive float (real-valued max 0.840 ULP, exhaustive) |
 /// | `ln` f64 | <= 1 ULP against a correctly rounded (mpmath) reference on the committed sample |
 ///
 /// Method: `x = n·ln2 + r` with `ln2` split in two so `n·ln2_hi` and `x − n·ln2_hi` are exact
