@@ -298,7 +298,9 @@ fn extraction_finds_the_known_surface() {
         ".merge(",
         ".log_prob(",
         "Rows::new(",
-        ".temperature_value(",
+        ".with_temperature(",
+        ".temperature(",
+        ".scaled_sum(",
         "B::exp(",
         "B::exp_shifted(",
         "B::ln(",
@@ -315,7 +317,13 @@ fn extraction_finds_the_known_surface() {
         );
     }
     // Crate-internal items are not part of the surface.
-    for internal in ["from_parts(", "hardmax_row(", "check_len(", "of_row("] {
+    for internal in [
+        "from_parts(",
+        "hardmax_row(",
+        "hardmax_in_place(",
+        "check_len(",
+        "of_row(",
+    ] {
         assert!(
             !patterns.iter().any(|p| p.contains(internal)),
             "pub(crate) item {internal} extracted"
