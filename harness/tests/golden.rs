@@ -648,10 +648,26 @@ fn softmax_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<Outs<F>, Error> {
             (Some(k), None) if c.unit_tau() => {
                 softmax_core::masked_softmax(b, &c.x, k, &mut y)?;
                 out.push(("masked_softmax", y));
+                if let (Ok(a), Ok(k)) =
+                    (<[F; 3]>::try_from(&c.x[..]), <[bool; 3]>::try_from(&k[..]))
+                {
+                    out.push((
+                        "array::masked_softmax",
+                        array::masked_softmax(b, &a, &k).to_vec(),
+                    ));
+                }
             }
             (None, Some(bias)) if c.unit_tau() => {
                 softmax_core::softmax_with_bias(b, &c.x, bias, &mut y)?;
                 out.push(("softmax_with_bias", y));
+                if let (Ok(a), Ok(m)) =
+                    (<[F; 3]>::try_from(&c.x[..]), <[F; 3]>::try_from(&bias[..]))
+                {
+                    out.push((
+                        "array::softmax_with_bias",
+                        array::softmax_with_bias(b, &a, &m).to_vec(),
+                    ));
+                }
             }
             _ => {}
         }
@@ -661,6 +677,9 @@ fn softmax_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<Outs<F>, Error> {
             out.push(("array::softmax_with_temperature", y.to_vec()));
             if c.unit_tau() {
                 out.push(("array::softmax", array::softmax(b, &a).to_vec()));
+                let mut xy = a;
+                array::softmax_in_place(b, &mut xy);
+                out.push(("array::softmax_in_place", xy.to_vec()));
             }
         }
     }
@@ -688,6 +707,9 @@ fn log_softmax_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<Outs<F>, Error> 
         if c.n == 3 {
             let a = [c.x[0], c.x[1], c.x[2]];
             out.push(("array::log_softmax", array::log_softmax(b, &a).to_vec()));
+            let mut xy = a;
+            array::log_softmax_in_place(b, &mut xy);
+            out.push(("array::log_softmax_in_place", xy.to_vec()));
         }
     }
     Ok(out)
@@ -769,6 +791,12 @@ fn kl_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<Outs<F>, Error> {
             .map(|i| softmax_core::kl_divergence(b, c.row(&c.x, i), c.row(q, i)))
             .collect::<Result<Vec<F>, Error>>()?;
         out.push(("kl_divergence", single));
+        if let (Ok(p), Ok(q)) = (<[F; 3]>::try_from(&c.x[..]), <[F; 3]>::try_from(&q[..])) {
+            out.push((
+                "array::kl_divergence",
+                vec![array::kl_divergence(b, &p, &q)],
+            ));
+        }
     }
     Ok(out)
 }
@@ -795,7 +823,16 @@ fn log_softmax_vjp_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<(Outs<F>, Ou
     let dy = c.dy.as_ref().expect("vjp case without dy");
     let mut dx = zeros(c.x.len());
     rows::log_softmax_vjp_from_logits(b, &c.x, dy, &mut dx, &c.spec())?;
-    let from_logits = vec![("rows::log_softmax_vjp_from_logits", dx)];
+    let mut from_logits = vec![("rows::log_softmax_vjp_from_logits", dx)];
+    if c.r == 1 && c.plain() && c.unit_tau() {
+        let mut dx = zeros(c.n);
+        softmax_core::log_softmax_vjp_from_logits(b, &c.x, dy, &mut dx)?;
+        from_logits.push(("log_softmax_vjp_from_logits", dx));
+        if let (Ok(x), Ok(g)) = (<[F; 3]>::try_from(&c.x[..]), <[F; 3]>::try_from(&dy[..])) {
+            let dx = array::log_softmax_vjp_from_logits(b, &x, &g);
+            from_logits.push(("array::log_softmax_vjp_from_logits", dx.to_vec()));
+        }
+    }
     let mut y = zeros(c.x.len());
     rows::log_softmax(b, &c.x, &mut y, &c.spec())?;
     let mut dx = zeros(c.x.len());
@@ -844,18 +881,42 @@ fn hardmax_out<F: Dt>(c: &Case<F>) -> Result<Outs<F>, Error> {
 }
 
 fn gumbel_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<Outs<F>, Error> {
+    let b = B::default();
     let u = c.uniform.as_ref().expect("gumbel case without uniform");
     let mut y = zeros(c.n);
-    softmax_core::gumbel_softmax(B::default(), &c.x, u, c.tau, c.hard, &mut y)?;
-    Ok(vec![("gumbel_softmax", y)])
+    softmax_core::gumbel_softmax(b, &c.x, u, c.tau, c.hard, &mut y)?;
+    let mut out = vec![("gumbel_softmax", y)];
+    let mut y = zeros(c.x.len());
+    rows::gumbel_softmax(b, &c.x, u, c.hard, &mut y, &c.spec())?;
+    out.push(("rows::gumbel_softmax", y));
+    if let (Ok(x), Ok(u)) = (<[F; 3]>::try_from(&c.x[..]), <[F; 3]>::try_from(&u[..])) {
+        let y = array::gumbel_softmax(b, &x, &u, c.tau, c.hard)?;
+        out.push(("array::gumbel_softmax", y.to_vec()));
+    }
+    Ok(out)
 }
 
 fn tfe_out<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<Outs<F>, Error> {
     let target = c
         .target
         .expect("temperature_for_entropy case without target");
-    let t = softmax_core::temperature_for_entropy(B::default(), &c.x, target)?;
-    Ok(vec![("temperature_for_entropy", vec![t])])
+    let b = B::default();
+    let t = softmax_core::temperature_for_entropy(b, &c.x, target)?;
+    let mut out = vec![("temperature_for_entropy", vec![t])];
+    let mut t = zeros(c.r);
+    rows::temperature_for_entropy(b, &c.x, target, &mut t, &Rows::new(c.n))?;
+    out.push(("rows::temperature_for_entropy", t));
+    if let Ok(x) = <[F; 3]>::try_from(&c.x[..]) {
+        let t = array::temperature_for_entropy(b, &x, target)?;
+        out.push(("array::temperature_for_entropy", vec![t]));
+    }
+    Ok(out)
+}
+
+/// The single-row and batched forms of an op must agree on a failure.
+fn same_error(single: Result<(), Error>, batched: Result<(), Error>) -> Result<(), Error> {
+    assert_eq!(single, batched, "single-row and rows:: forms disagree");
+    single
 }
 
 /// Runs an error case; `Ok` if it did not fail.
@@ -871,10 +932,18 @@ fn error_run<F: Dt, B: Backend<F>>(c: &Case<F>) -> Result<(), Error> {
         "sparsemax" => rows::sparsemax(&c.x, &mut zeros(len), &c.spec()),
         "gumbel_softmax" => {
             let u = c.uniform.as_ref().expect("uniform");
-            softmax_core::gumbel_softmax(b, &c.x, u, c.tau, c.hard, &mut zeros(len))
+            let single = softmax_core::gumbel_softmax(b, &c.x, u, c.tau, c.hard, &mut zeros(len));
+            let spec = Rows::new(c.x.len().max(1)).with_temperature(c.tau);
+            let batched = rows::gumbel_softmax(b, &c.x, u, c.hard, &mut zeros(len), &spec);
+            same_error(single, batched)
         }
         "temperature_for_entropy" => {
-            softmax_core::temperature_for_entropy(b, &c.x, c.target.expect("target")).map(|_| ())
+            let target = c.target.expect("target");
+            let single = softmax_core::temperature_for_entropy(b, &c.x, target).map(|_| ());
+            let spec = Rows::new(c.x.len().max(1));
+            let batched =
+                rows::temperature_for_entropy(b, &c.x, target, &mut zeros(r.max(1)), &spec);
+            same_error(single, batched)
         }
         other => panic!("error case with unknown op {other}"),
     }

@@ -588,3 +588,107 @@ fn sixteen_million_element_rows() {
     }
     assert!((st.finish() as f64 - want_lse).abs() <= 4.0 * U * (1.0 + want_lse.abs()));
 }
+
+/// The Gumbel-max trick: with uniform noise, the hard Gumbel-softmax sample is an exact draw from
+/// softmax(x). 200,000 draws from a fixed-seed generator; every class count must lie within 5σ
+/// of `N·p` (a wrong transform, e.g. `g = −ln u`, misses by hundreds of σ). The same through the
+/// batched form with a keep-mask: a masked class is never drawn, the others follow the softmax of
+/// the kept logits.
+#[test]
+fn hard_gumbel_samples_follow_softmax() {
+    use softmax_core::backend::Libm;
+    use suite::{Elem, SplitMix64};
+    let x = [0.0f64, 1.0, -1.0, 2.0, 0.5];
+    let keep = [true, true, false, true, true];
+    const DRAWS: usize = 200_000;
+    let mut rng = SplitMix64::new(0x6a6e_6721);
+    let (mut counts, mut masked_counts) = ([0usize; 5], [0usize; 5]);
+    let (mut u, mut y) = ([0.0f64; 5], [0.0f64; 5]);
+    for _ in 0..DRAWS {
+        u.iter_mut()
+            .for_each(|v| *v = f64::open_unit(rng.next_u64()));
+        softmax_core::gumbel_softmax(Libm, &x, &u, 1.0, true, &mut y).unwrap();
+        assert_eq!(
+            y.iter().sum::<f64>(),
+            1.0,
+            "hard sample is not one-hot: {y:?}"
+        );
+        counts[y.iter().position(|&v| v == 1.0).unwrap()] += 1;
+        rows::gumbel_softmax(Libm, &x, &u, true, &mut y, &Rows::new(5).with_keep(&keep)).unwrap();
+        masked_counts[y.iter().position(|&v| v == 1.0).unwrap()] += 1;
+    }
+    for (counts, mask) in [(counts, None), (masked_counts, Some(&keep[..]))] {
+        let p = r::softmax(&x, 1.0, mask);
+        for (i, (&c, &p)) in counts.iter().zip(&p).enumerate() {
+            let (mean, sd) = (DRAWS as f64 * p, (DRAWS as f64 * p * (1.0 - p)).sqrt());
+            assert!(
+                (c as f64 - mean).abs() <= 5.0 * sd,
+                "class {i} (mask {mask:?}): {c} draws, expected {mean:.0} ± {sd:.0}"
+            );
+        }
+    }
+    assert_eq!(masked_counts[2], 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Batched Gumbel-softmax with a keep-mask is, row by row, the single-row function on the row
+    /// with the dropped entries set to `-inf` (the same arithmetic: bitwise equal).
+    #[test]
+    fn rows_gumbel_equals_single_rows(
+        x in prop::collection::vec(-20.0f32..20.0, 1..60),
+        n in 1usize..7,
+        keep in prop::collection::vec(any::<bool>(), 60),
+        bits in prop::collection::vec(any::<u64>(), 60),
+        t in prop_oneof![Just(0.5f32), Just(1.0), Just(3.0)],
+        hard in any::<bool>(),
+    ) {
+        use suite::Elem;
+        let len = x.len() / n * n;
+        let (x, keep) = (&x[..len], &keep[..len]);
+        let u: Vec<f32> = bits[..len].iter().map(|&b| f32::open_unit(b)).collect();
+        let mut y = vec![0.0f32; len];
+        rows::gumbel_softmax(Poly, x, &u, hard, &mut y, &Rows::new(n).with_temperature(t).with_keep(keep)).unwrap();
+        for i in 0..len / n {
+            let row: Vec<f32> = (i * n..(i + 1) * n)
+                .map(|j| if keep[j] { x[j] } else { f32::NEG_INFINITY })
+                .collect();
+            let mut want = vec![0.0f32; n];
+            softmax_core::gumbel_softmax(Poly, &row, &u[i * n..(i + 1) * n], t, hard, &mut want).unwrap();
+            prop_assert_eq!(&y[i * n..(i + 1) * n], &want[..], "row {}", i);
+        }
+    }
+
+    /// Batched `temperature_for_entropy` with a keep-mask: every row that can reach the target
+    /// (strictly between ln(ties at the max) and ln(kept entries)) gets a τ whose entropy under the
+    /// masked f64 reference hits it; every other row gets NaN, and then the call is an error.
+    #[test]
+    fn rows_temperature_for_entropy_per_row(
+        x in prop::collection::vec(-5.0f64..5.0, 1..48),
+        n in 1usize..9,
+        keep in prop::collection::vec(any::<bool>(), 48),
+        target in 0.05f64..2.0,
+    ) {
+        let len = x.len() / n * n;
+        let (x, keep) = (&x[..len], &keep[..len]);
+        let mut tau = vec![0.0f64; len / n];
+        let res = rows::temperature_for_entropy(Poly, x, target, &mut tau, &Rows::new(n).with_keep(keep));
+        let mut any_out = false;
+        for (i, &t) in tau.iter().enumerate() {
+            let (xr, kr) = (&x[i * n..(i + 1) * n], &keep[i * n..(i + 1) * n]);
+            let kept: Vec<f64> = xr.iter().zip(kr).filter(|(_, &k)| k).map(|(&v, _)| v).collect();
+            let m = kept.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let ties = kept.iter().filter(|&&v| v == m).count() as f64;
+            let reachable = !kept.is_empty() && target > ties.ln() && target < (kept.len() as f64).ln();
+            if reachable {
+                let h = r::entropy(xr, t, Some(kr));
+                prop_assert!((h - target).abs() <= 1e-9 * (1.0 + target), "row {i}: H(τ={t}) = {h}, target {target}");
+            } else {
+                prop_assert!(t.is_nan(), "row {i} cannot reach {target} but got τ = {t}");
+                any_out = true;
+            }
+        }
+        prop_assert_eq!(res.is_err(), any_out);
+    }
+}

@@ -3,8 +3,8 @@
 //! compile time). They call the same row kernels as the slice functions.
 
 use crate::backend::Backend;
-use crate::kernel::{OutOfPlace, Plain, Unit};
-use crate::spec::{check_temperature, with_scale};
+use crate::kernel::{Bias, InPlace, Keep, OutOfPlace, Plain, Unit};
+use crate::spec::{check_noise, check_temperature, with_scale};
 use crate::{row, Error, Float};
 
 /// Compile-time guard: a row must have at least one entry.
@@ -213,6 +213,205 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>, const N: usize>(
     let mut dx = [F::ZERO; N];
     row::log_softmax_vjp::<F, B>(y, dy, &mut dx, F::ONE);
     dx
+}
+
+/// softmax of a fixed-size row, overwriting it. As [`softmax_in_place`](crate::softmax_in_place).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{array, backend::Poly};
+/// let mut xy = [3.0f32, 3.0, f32::NEG_INFINITY, 3.0];
+/// array::softmax_in_place(Poly, &mut xy);
+/// assert_eq!(xy, [1.0 / 3.0, 1.0 / 3.0, 0.0, 1.0 / 3.0]);
+/// ```
+pub fn softmax_in_place<F: Float, B: Backend<F>, const N: usize>(_backend: B, xy: &mut [F; N]) {
+    let () = NonEmpty::<N>::OK;
+    row::softmax::<F, B, _>(InPlace(xy), Unit);
+}
+
+/// log_softmax of a fixed-size row, overwriting it. As
+/// [`log_softmax_in_place`](crate::log_softmax_in_place).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{array, backend::Poly};
+/// let mut xy = [7.0f64, 7.0];
+/// array::log_softmax_in_place(Poly, &mut xy);
+/// assert_eq!(xy, [-core::f64::consts::LN_2; 2]);
+/// ```
+pub fn log_softmax_in_place<F: Float, B: Backend<F>, const N: usize>(_backend: B, xy: &mut [F; N]) {
+    let () = NonEmpty::<N>::OK;
+    row::log_softmax::<F, B, _>(InPlace(xy), Unit);
+}
+
+/// KL(softmax(p) ‖ softmax(q)) from the logits of two fixed-size rows. As
+/// [`kl_divergence`](crate::kl_divergence).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{array, backend::Poly};
+/// let kl = array::kl_divergence(Poly, &[0.0f64, 3f64.ln()], &[0.0, 0.0]);
+/// assert!((kl - (0.25 * 0.5f64.ln() + 0.75 * 1.5f64.ln())).abs() < 1e-15);
+/// ```
+pub fn kl_divergence<F: Float, B: Backend<F>, const N: usize>(
+    _backend: B,
+    p_logits: &[F; N],
+    q_logits: &[F; N],
+) -> F {
+    let () = NonEmpty::<N>::OK;
+    row::kl::<F, B, _, _>(Plain(p_logits), Plain(q_logits), Unit)
+}
+
+/// softmax of a fixed-size row with a boolean keep-mask. As
+/// [`masked_softmax`](crate::masked_softmax).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{array, backend::Poly};
+/// let y = array::masked_softmax(Poly, &[1.0f32, f32::NAN, 1.0], &[true, false, true]);
+/// assert_eq!(y, [0.5, 0.0, 0.5]);
+/// ```
+pub fn masked_softmax<F: Float, B: Backend<F>, const N: usize>(
+    _backend: B,
+    x: &[F; N],
+    keep: &[bool; N],
+) -> [F; N] {
+    let () = NonEmpty::<N>::OK;
+    let mut y = [F::ZERO; N];
+    row::softmax::<F, B, _>(
+        OutOfPlace {
+            src: Keep(x, keep),
+            out: &mut y,
+        },
+        Unit,
+    );
+    y
+}
+
+/// softmax of a fixed-size row plus an additive mask, `softmax(x + bias)`. As
+/// [`softmax_with_bias`](crate::softmax_with_bias).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{array, backend::Poly};
+/// let y = array::softmax_with_bias(Poly, &[5.0f64, 5.0, 5.0], &[0.0, f64::NEG_INFINITY, 0.0]);
+/// assert_eq!(y, [0.5, 0.0, 0.5]);
+/// ```
+pub fn softmax_with_bias<F: Float, B: Backend<F>, const N: usize>(
+    _backend: B,
+    x: &[F; N],
+    bias: &[F; N],
+) -> [F; N] {
+    let () = NonEmpty::<N>::OK;
+    let mut y = [F::ZERO; N];
+    row::softmax::<F, B, _>(
+        OutOfPlace {
+            src: Bias(x, bias),
+            out: &mut y,
+        },
+        Unit,
+    );
+    y
+}
+
+/// sparsemax VJP of a fixed-size row from its output and the upstream gradient. As
+/// [`sparsemax_vjp`](crate::sparsemax_vjp).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::array;
+/// assert_eq!(array::sparsemax_vjp(&[0.0f32, 0.25, 0.75], &[1.0, 1.0, 0.0]), [0.0, 0.5, -0.5]);
+/// ```
+pub fn sparsemax_vjp<F: Float, const N: usize>(y: &[F; N], dy: &[F; N]) -> [F; N] {
+    let () = NonEmpty::<N>::OK;
+    let mut dx = [F::ZERO; N];
+    row::sparsemax_vjp(y, dy, &mut dx, F::ONE);
+    dx
+}
+
+/// log_softmax VJP of a fixed-size row from its logits and the upstream gradient. As
+/// [`log_softmax_vjp_from_logits`](crate::log_softmax_vjp_from_logits).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{array, backend::Poly};
+/// let dx = array::log_softmax_vjp_from_logits(Poly, &[0.0f64, 0.0], &[1.0, 0.0]);
+/// assert!((dx[0] - 0.5).abs() < 1e-15 && (dx[1] + 0.5).abs() < 1e-15);
+/// ```
+pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>, const N: usize>(
+    _backend: B,
+    x: &[F; N],
+    dy: &[F; N],
+) -> [F; N] {
+    let () = NonEmpty::<N>::OK;
+    let mut dx = [F::ZERO; N];
+    row::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, &mut dx, F::ONE);
+    dx
+}
+
+/// Gumbel-softmax of a fixed-size row with caller-supplied uniform noise. As
+/// [`gumbel_softmax`](crate::gumbel_softmax).
+///
+/// # Errors
+///
+/// [`Error::InvalidTemperature`]; [`Error::InvalidNoise`] if some `u` is not in (0, 1).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{array, backend::Poly};
+/// let y = array::gumbel_softmax(Poly, &[1.0f32, 2.0, 3.0], &[0.5, 0.9, 0.1], 1.0, true).unwrap();
+/// assert_eq!(y, [0.0, 1.0, 0.0]);
+/// ```
+pub fn gumbel_softmax<F: Float, B: Backend<F>, const N: usize>(
+    _backend: B,
+    x: &[F; N],
+    uniform: &[F; N],
+    temperature: F,
+    hard: bool,
+) -> Result<[F; N], Error> {
+    let () = NonEmpty::<N>::OK;
+    check_temperature(temperature)?;
+    check_noise(uniform)?;
+    let mut y = [F::ZERO; N];
+    with_scale!(temperature, |s| row::gumbel::<F, B, _, _>(
+        Plain(x),
+        uniform,
+        hard,
+        &mut y,
+        s
+    ));
+    Ok(y)
+}
+
+/// The temperature at which softmax of a fixed-size row has entropy `target` nats. As
+/// [`temperature_for_entropy`](crate::temperature_for_entropy).
+///
+/// # Errors
+///
+/// [`Error::EntropyOutOfRange`] under the same conditions.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{array, backend::Poly};
+/// let tau = array::temperature_for_entropy(Poly, &[1.0f64, 2.0, 3.0], 0.5).unwrap();
+/// assert!((tau - 0.548_514).abs() < 1e-6);
+/// ```
+pub fn temperature_for_entropy<F: Float, B: Backend<F>, const N: usize>(
+    _backend: B,
+    x: &[F; N],
+    target: F,
+) -> Result<F, Error> {
+    let () = NonEmpty::<N>::OK;
+    row::temperature_for_entropy::<F, B, _>(Plain(x), target)
 }
 
 /// softmax of each row of an `R × N` array.

@@ -99,8 +99,9 @@ pub use kernel::LANES;
 pub use lse::LogSumExp;
 pub use ops::{
     argmax, entropy, gumbel_softmax, hardmax, kl_divergence, log_softmax, log_softmax_in_place,
-    log_softmax_vjp, logsumexp, masked_softmax, softmax, softmax_in_place, softmax_vjp,
-    softmax_with_bias, softmax_with_temperature, sparsemax, sparsemax_vjp, temperature_for_entropy,
+    log_softmax_vjp, log_softmax_vjp_from_logits, logsumexp, masked_softmax, softmax,
+    softmax_in_place, softmax_vjp, softmax_with_bias, softmax_with_temperature, sparsemax,
+    sparsemax_vjp, temperature_for_entropy,
 };
 pub use spec::{Mask, Rows};
 

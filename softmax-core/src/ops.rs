@@ -2,8 +2,8 @@
 //! [`rows`](crate::rows); fixed-size array versions in [`array`](crate::array).
 
 use crate::backend::Backend;
-use crate::kernel::{self, Bias, InPlace, Keep, OutOfPlace, Plain, Unit};
-use crate::spec::{check_len, check_row, check_temperature, with_scale};
+use crate::kernel::{Bias, InPlace, Keep, OutOfPlace, Plain, Unit};
+use crate::spec::{check_len, check_noise, check_row, check_temperature, with_scale};
 use crate::{row, Error, Float};
 
 /// softmax of one row: `y_i = e^(x_i) / Σ_j e^(x_j)`, computed as `e^(x_i − max)` with the shift
@@ -301,7 +301,8 @@ pub fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F]) -> Result<(), Erro
 /// not enter the sum. From `y` alone that also freezes a finite logit whose log-probability
 /// overflowed to `-inf` (only in rows spanning more than the float range) and the finite entries
 /// of a row with `+inf` logits; [`rows::log_softmax_vjp_from_logits`](crate::rows::log_softmax_vjp_from_logits)
-/// takes the logits and handles those as CONFORMANCE.md specifies.
+/// and [`log_softmax_vjp_from_logits`] take the logits and handle those as CONFORMANCE.md
+/// specifies.
 ///
 /// Accuracy: `Σ dy` is compensated; `e^y` carries the backend's exp error.
 ///
@@ -330,6 +331,42 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
     check_len(y.len(), dy.len())?;
     check_len(y.len(), dx.len())?;
     row::log_softmax_vjp::<F, B>(y, dy, dx, F::ONE);
+    Ok(())
+}
+
+/// Backward pass of log_softmax for one row, from the logits `x` and upstream `dy`:
+/// `dx = dy − softmax(x)·Σ dy`, where `-inf` logits are constants (`dx = 0`, their `dy` not
+/// summed) and every other entry takes part, as CONFORMANCE.md specifies. Prefer it to
+/// [`log_softmax_vjp`] when the logits are at hand: from the output alone a finite logit whose
+/// log-probability overflowed to `-inf` cannot be told from a masked one, nor can the finite
+/// entries of a row with `+inf` logits (they take part in the limit distribution's gradient).
+/// A NaN row gives NaN.
+///
+/// Accuracy: `Σ dy` is compensated; the probabilities as [`softmax`].
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`]; [`Error::LengthMismatch`] unless `x`, `dy`, `dx` have equal lengths.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{log_softmax_vjp_from_logits, backend::Poly};
+/// let mut dx = [0.0f32; 2];
+/// // log_softmax([3.4e38, -3.4e38]) = [0, -inf]; the second entry is still live.
+/// log_softmax_vjp_from_logits(Poly, &[3.4e38, -3.4e38], &[0.0, 1.0], &mut dx).unwrap();
+/// assert_eq!(dx, [-1.0, 1.0]);
+/// ```
+pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>>(
+    _backend: B,
+    x: &[F],
+    dy: &[F],
+    dx: &mut [F],
+) -> Result<(), Error> {
+    check_row(x.len())?;
+    check_len(x.len(), dy.len())?;
+    check_len(x.len(), dx.len())?;
+    row::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, dx, F::ONE);
     Ok(())
 }
 
@@ -519,23 +556,7 @@ pub(crate) fn hardmax_row<F: Float>(x: &[F], y: &mut [F]) {
     for (o, &v) in y.iter_mut().zip(x) {
         *o = v;
     }
-    hardmax_in_place(y);
-}
-
-/// [`hardmax`] of a row, overwriting it.
-pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
-    let idx = row::argmax(y);
-    let nan = idx.and_then(|i| y.get(i)).is_some_and(|v| v.is_nan());
-    let empty = y.iter().all(|&v| v == F::NEG_INFINITY);
-    for (i, o) in y.iter_mut().enumerate() {
-        *o = if nan {
-            F::NAN
-        } else if Some(i) == idx && !empty {
-            F::ONE
-        } else {
-            F::ZERO
-        };
-    }
+    row::hardmax_in_place(y);
 }
 
 /// Gumbel-softmax (Jang et al. 2017; PyTorch `gumbel_softmax`) with caller-supplied uniform
@@ -577,19 +598,14 @@ pub fn gumbel_softmax<F: Float, B: Backend<F>>(
     check_len(x.len(), uniform.len())?;
     check_len(x.len(), y.len())?;
     check_temperature(temperature)?;
-    if !uniform.iter().all(|&u| u > F::ZERO && u < F::ONE) {
-        return Err(Error::InvalidNoise);
-    }
-    for ((o, &x), &u) in y.iter_mut().zip(x).zip(uniform) {
-        *o = x - B::ln(-B::ln(u));
-    }
-    if hard {
-        // The one-hot of argmax(x + g) itself, the exact Gumbel-max sample (not of the rounded
-        // soft output, which can tie at large τ); family edge semantics as `hardmax`.
-        hardmax_in_place(y);
-    } else {
-        with_scale!(temperature, |s| row::softmax::<F, B, _>(InPlace(y), s));
-    }
+    check_noise(uniform)?;
+    with_scale!(temperature, |s| row::gumbel::<F, B, _, _>(
+        Plain(x),
+        uniform,
+        hard,
+        y,
+        s
+    ));
     Ok(())
 }
 
@@ -628,57 +644,5 @@ pub fn temperature_for_entropy<F: Float, B: Backend<F>>(
     target: F,
 ) -> Result<F, Error> {
     check_row(x.len())?;
-    let sc = kernel::scan(Plain(x));
-    if sc.nan || !sc.max.is_finite() || !target.is_finite() {
-        return Err(Error::EntropyOutOfRange);
-    }
-    let ties = x.iter().filter(|&&v| v == sc.max).count();
-    let finite = x.iter().filter(|&&v| v != F::NEG_INFINITY).count();
-    let (h_min, h_max) = (B::ln(F::from_usize(ties)), B::ln(F::from_usize(finite)));
-    if !(target > h_min && target < h_max) {
-        return Err(Error::EntropyOutOfRange);
-    }
-    let h = |tau: F| with_scale!(tau, |s| row::entropy::<F, B, _, _>(Plain(x), s));
-    // Bracket: H(lo) < target <= H(hi).
-    let (mut lo, mut hi) = (F::ONE, F::ONE);
-    if h(F::ONE) < target {
-        loop {
-            hi *= F::TWO;
-            if !hi.is_finite() {
-                return Err(Error::EntropyOutOfRange);
-            }
-            if h(hi) >= target {
-                break;
-            }
-            lo = hi;
-        }
-    } else {
-        loop {
-            lo *= F::HALF;
-            if lo == F::ZERO {
-                return Err(Error::EntropyOutOfRange);
-            }
-            if h(lo) < target {
-                break;
-            }
-            hi = lo;
-        }
-    }
-    // Bisect until the bracket is two adjacent floats (at most ~mantissa bits rounds).
-    for _ in 0..200 {
-        let mid = lo + (hi - lo) * F::HALF;
-        if mid <= lo || mid >= hi {
-            break;
-        }
-        if h(mid) < target {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok(if (h(lo) - target).abs() < (h(hi) - target).abs() {
-        lo
-    } else {
-        hi
-    })
+    row::temperature_for_entropy::<F, B, _>(Plain(x), target)
 }

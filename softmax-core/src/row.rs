@@ -10,8 +10,9 @@
 
 use crate::backend::Backend;
 use crate::float::{select, two_sum};
-use crate::kernel::{self, Io, Load, Scale, LANES};
-use crate::{Float, LogSumExp};
+use crate::kernel::{self, InPlace, Io, Load, Scale, LANES};
+use crate::spec::with_scale;
+use crate::{Error, Float, LogSumExp};
 
 /// softmax: max pass, one exp pass that stores `e^d` and sums it, one scaling pass.
 #[inline(never)]
@@ -352,4 +353,107 @@ pub(crate) fn argmax_iter<F: Float>(x: impl Iterator<Item = F>) -> Option<usize>
         }
     }
     best.map(|(i, _)| i)
+}
+
+/// Hard max of a row, overwriting it: the one-hot of [`argmax`]; a NaN row gives all NaN, an
+/// all-`-inf` row zeros.
+#[inline(never)]
+pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
+    let idx = argmax(y);
+    let nan = idx.and_then(|i| y.get(i)).is_some_and(|v| v.is_nan());
+    let empty = y.iter().all(|&v| v == F::NEG_INFINITY);
+    for (i, o) in y.iter_mut().enumerate() {
+        *o = if nan {
+            F::NAN
+        } else if Some(i) == idx && !empty {
+            F::ONE
+        } else {
+            F::ZERO
+        };
+    }
+}
+
+/// Gumbel-softmax of a row: `y = softmax((x + g)/τ)`, `g_i = −ln(−ln u_i)`, or with `hard` the
+/// one-hot of `argmax(x + g)` itself (the exact Gumbel-max sample, not the one-hot of the
+/// rounded soft output, which can tie at large τ). The noise was validated by the caller.
+#[inline(never)]
+pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
+    src: L,
+    uniform: &[F],
+    hard: bool,
+    y: &mut [F],
+    s: S,
+) {
+    for ((o, x), &u) in y.iter_mut().zip(src.iter()).zip(uniform) {
+        *o = x - B::ln(-B::ln(u));
+    }
+    if hard {
+        hardmax_in_place(y);
+    } else {
+        softmax::<F, B, S>(InPlace(y), s);
+    }
+}
+
+/// The τ at which the entropy of `softmax(src/τ)` is `target`: bracket by doubling / halving τ
+/// from 1, then bisect to adjacent floats; the end of the final bracket whose entropy is closer
+/// to `target` is returned. `H` is monotone in τ (`dH/dτ = Var_p(x)/τ³`) and runs from `ln k`
+/// (`k` entries tied at the max) to `ln n` (`n` entries not `-inf`).
+#[inline(never)]
+pub(crate) fn temperature_for_entropy<F: Float, B: Backend<F>, L: Load<F>>(
+    src: L,
+    target: F,
+) -> Result<F, Error> {
+    let sc = kernel::scan(src);
+    if sc.nan || !sc.max.is_finite() || !target.is_finite() {
+        return Err(Error::EntropyOutOfRange);
+    }
+    let ties = src.iter().filter(|&v| v == sc.max).count();
+    let finite = src.iter().filter(|&v| v != F::NEG_INFINITY).count();
+    let (h_min, h_max) = (B::ln(F::from_usize(ties)), B::ln(F::from_usize(finite)));
+    if !(target > h_min && target < h_max) {
+        return Err(Error::EntropyOutOfRange);
+    }
+    let h = |tau: F| with_scale!(tau, |s| entropy::<F, B, L, _>(src, s));
+    // Bracket: H(lo) < target <= H(hi).
+    let (mut lo, mut hi) = (F::ONE, F::ONE);
+    if h(F::ONE) < target {
+        loop {
+            hi *= F::TWO;
+            if !hi.is_finite() {
+                return Err(Error::EntropyOutOfRange);
+            }
+            if h(hi) >= target {
+                break;
+            }
+            lo = hi;
+        }
+    } else {
+        loop {
+            lo *= F::HALF;
+            if lo == F::ZERO {
+                return Err(Error::EntropyOutOfRange);
+            }
+            if h(lo) < target {
+                break;
+            }
+            hi = lo;
+        }
+    }
+    // Bisect until the bracket is two adjacent floats (at most ~mantissa bits rounds).
+    for _ in 0..200 {
+        let mid = lo + (hi - lo) * F::HALF;
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if h(mid) < target {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(if (h(lo) - target).abs() < (h(hi) - target).abs() {
+        lo
+    } else {
+        hi
+    })
 }

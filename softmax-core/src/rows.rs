@@ -6,8 +6,8 @@
 
 use crate::backend::Backend;
 use crate::kernel::{InPlace, Load, OutOfPlace};
-use crate::spec::{check_len, dispatch, with_scale, RowIter, RowIterMut, RowMask};
-use crate::{ops, row, Error, Float, Mask, Rows};
+use crate::spec::{check_len, check_noise, dispatch, with_scale, RowIter, RowIterMut, RowMask};
+use crate::{row, Error, Float, Mask, Rows};
 
 /// softmax over each row of `x` into `y`, with the spec's temperature and mask.
 /// Per-row semantics and accuracy as [`softmax`](crate::softmax) /
@@ -523,10 +523,105 @@ pub fn hardmax<F: Float>(x: &[F], y: &mut [F], spec: &Rows<'_, F>) -> Result<(),
             for (o, v) in yr.iter_mut().zip(m.load(xr).iter()) {
                 *o = v;
             }
-            ops::hardmax_in_place(yr);
+            row::hardmax_in_place(yr);
         }
     });
     Ok(())
+}
+
+/// Gumbel-softmax of each row with caller-supplied uniform noise (one value per entry):
+/// `softmax((x + g)/τ)` with the spec's temperature and mask, or with `hard` the one-hot of
+/// `argmax(x + g)` over the kept entries. Per-row semantics as
+/// [`gumbel_softmax`](crate::gumbel_softmax); masked entries get 0 whatever their noise.
+///
+/// # Errors
+///
+/// As [`softmax`], [`Error::LengthMismatch`] if `uniform` differs in length from `x`, and
+/// [`Error::InvalidNoise`] if some `u` is not in (0, 1) (masked entries included, so one noise
+/// buffer serves every mask).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, Rows, backend::Poly};
+/// let x = [1.0f32, 2.0, 3.0, 1.0, 2.0, 3.0];
+/// let u = [0.5, 0.9, 0.1, 0.5, 0.1, 0.9];
+/// let mut y = [0.0; 6];
+/// rows::gumbel_softmax(Poly, &x, &u, true, &mut y, &Rows::new(3)).unwrap();
+/// assert_eq!(y, [0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+/// ```
+pub fn gumbel_softmax<F: Float, B: Backend<F>>(
+    _backend: B,
+    x: &[F],
+    uniform: &[F],
+    hard: bool,
+    y: &mut [F],
+    spec: &Rows<'_, F>,
+) -> Result<(), Error> {
+    spec.check(x.len())?;
+    check_len(x.len(), uniform.len())?;
+    check_len(x.len(), y.len())?;
+    check_noise(uniform)?;
+    let n = spec.n();
+    dispatch!(spec, |masks, s| {
+        let rows = RowIter::new(x, n)
+            .zip(RowIter::new(uniform, n))
+            .zip(RowIterMut::new(y, n));
+        for (((xr, ur), yr), m) in rows.zip(masks) {
+            row::gumbel::<F, B, _, _>(m.load(xr), ur, hard, yr, s);
+        }
+    });
+    Ok(())
+}
+
+/// For each row, the temperature τ at which softmax of the row (mask from the spec) divided by
+/// τ has entropy `target` nats, into `out` (one τ per row). Per-row semantics and accuracy as
+/// [`temperature_for_entropy`](crate::temperature_for_entropy); the spec's temperature is only
+/// validated (it is what is being solved for).
+///
+/// Every row is solved. A row whose entropy cannot reach `target` gets NaN, and the call then
+/// returns [`Error::EntropyOutOfRange`] with all rows written, so the NaN rows tell which failed.
+///
+/// # Errors
+///
+/// As [`logsumexp`]; [`Error::EntropyOutOfRange`] as above.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{rows, Rows, backend::Poly};
+/// let x = [1.0f64, 2.0, 3.0, 0.0, 0.0, 9.0];
+/// let mut tau = [0.0; 2];
+/// rows::temperature_for_entropy(Poly, &x, 0.5, &mut tau, &Rows::new(3)).unwrap();
+/// assert!((tau[0] - 0.548_514).abs() < 1e-6);
+/// let keep = [true, true, false, true, true, true];
+/// let r = rows::temperature_for_entropy(Poly, &x, 0.8, &mut tau, &Rows::new(3).with_keep(&keep));
+/// assert!(r.is_err() && tau[0].is_nan()); // two kept entries: H <= ln 2 < 0.8
+/// assert!(tau[1] > 0.0);
+/// ```
+pub fn temperature_for_entropy<F: Float, B: Backend<F>>(
+    _backend: B,
+    x: &[F],
+    target: F,
+    out: &mut [F],
+    spec: &Rows<'_, F>,
+) -> Result<(), Error> {
+    let r = spec.check(x.len())?;
+    check_len(r, out.len())?;
+    let n = spec.n();
+    let mut result = Ok(());
+    dispatch!(spec, |masks, _s| {
+        for ((xr, o), m) in RowIter::new(x, n).zip(out.iter_mut()).zip(masks) {
+            *o = match row::temperature_for_entropy::<F, B, _>(m.load(xr), target) {
+                Ok(tau) => tau,
+                Err(e) => {
+                    result = Err(e);
+                    F::NAN
+                }
+            };
+        }
+    });
+    result
 }
 
 fn check_vjp<F: Float>(y: &[F], dy: &[F], dx: &[F], spec: &Rows<'_, F>) -> Result<(), Error> {

@@ -205,6 +205,16 @@ pub(crate) fn check_temperature<F: Float>(t: F) -> Result<(), Error> {
     }
 }
 
+/// Gumbel noise must lie in the open interval (0, 1).
+#[inline]
+pub(crate) fn check_noise<F: Float>(uniform: &[F]) -> Result<(), Error> {
+    if uniform.iter().all(|&u| u > F::ZERO && u < F::ONE) {
+        Ok(())
+    } else {
+        Err(Error::InvalidNoise)
+    }
+}
+
 /// Rows of `n` of a slice (none when `n == 0`); never panics.
 pub(crate) struct RowIter<'a, T> {
     rest: &'a [T],

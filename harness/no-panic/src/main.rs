@@ -81,6 +81,7 @@ fn with_backend<F: Float, B: Backend<F>>() {
     used(softmax_core::entropy(b, x, t));
     used(softmax_core::kl_divergence(b, x, q));
     used(softmax_core::log_softmax_vjp(b, x, q, z));
+    used(softmax_core::log_softmax_vjp_from_logits(b, x, q, z));
     used(softmax_core::masked_softmax(b, x, keep, y));
     used(softmax_core::softmax_with_bias(b, x, q, y));
     used(softmax_core::gumbel_softmax(b, x, u, t, hard, y));
@@ -98,6 +99,8 @@ fn with_backend<F: Float, B: Backend<F>>() {
     used(rows::kl_divergence(b, x, q, z, &spec));
     used(rows::log_softmax_vjp(b, x, q, w, &Rows::new(n).with_temperature(t)));
     used(rows::log_softmax_vjp_from_logits(b, x, q, w, &spec_bias));
+    used(rows::gumbel_softmax(b, x, u, hard, y, &spec));
+    used(rows::temperature_for_entropy(b, x, t, z, &spec_bias));
 
     // Fixed-size arrays.
     let a: [F; 17] = black_box([F::ONE; 17]);
@@ -108,6 +111,16 @@ fn with_backend<F: Float, B: Backend<F>>() {
     used(array::logsumexp(b, &a));
     used(array::entropy(b, &a, t));
     used(array::log_softmax_vjp(b, &a, &a));
+    used(array::log_softmax_vjp_from_logits(b, &a, &a));
+    let mut m = a;
+    array::softmax_in_place(b, &mut m);
+    array::log_softmax_in_place(b, &mut m);
+    used(black_box(m));
+    used(array::kl_divergence(b, &a, &m));
+    used(array::masked_softmax(b, &a, &black_box([true; 17])));
+    used(array::softmax_with_bias(b, &a, &m));
+    used(array::gumbel_softmax(b, &a, &black_box([F::HALF; 17]), t, hard));
+    used(array::temperature_for_entropy(b, &a, t));
     used(array::softmax_rows(b, &a2));
     used(array::log_softmax_rows(b, &a2));
     used(array::logsumexp_rows(b, &a2));
@@ -178,6 +191,7 @@ fn float_only<F: Float>() {
     used(array::argmax(&a));
     used(array::hardmax(&a));
     used(array::softmax_vjp(&a, &a));
+    used(array::sparsemax_vjp(&a, &a));
 
     // The element-type trait.
     let v = black_box(F::HALF);

@@ -752,6 +752,63 @@ pub(crate) fn rows_kl_divergence<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
     }));
 }
 
+/// `rows::gumbel_softmax`, soft and hard, over every batch, mask and temperature, with noise
+/// from the generator; then invalid noise and a noise buffer of the wrong length.
+pub(crate) fn rows_gumbel_softmax<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
+    each_batch(ctx, |ctx, x: &[F], spec| {
+        let (mut u, mut y) = ([F::ZERO; BATCH_CAP], [F::ZERO; BATCH_CAP]);
+        let (u, y) = (&mut u[..x.len()], &mut y[..x.len()]);
+        for v in u.iter_mut() {
+            *v = F::open_unit(ctx.rng.next_u64());
+        }
+        for hard in [false, true] {
+            ctx.feed(&own_frame(|| {
+                rows::gumbel_softmax(B::default(), x, u, hard, y, spec)
+            }));
+            ctx.feed(&*y);
+        }
+    });
+    let good = [F::HALF; 7];
+    rows_xy_errors(ctx, |x, y, s| {
+        rows::gumbel_softmax(B::default(), x, &good[..x.len()], false, y, s)
+    });
+    let x = [F::ONE, F::TWO, F::HALF, F::ZERO];
+    let mut y = [F::ZERO; 4];
+    for bad in [F::ZERO, F::ONE, F::NAN, -F::HALF, F::INFINITY] {
+        let u = [F::HALF, F::HALF, F::HALF, bad];
+        ctx.feed(&own_frame(|| {
+            rows::gumbel_softmax(B::default(), &x, &u, true, &mut y, &Rows::new(2))
+        }));
+    }
+    ctx.feed(&own_frame(|| {
+        rows::gumbel_softmax(B::default(), &x, &good[..3], true, &mut y, &Rows::new(2))
+    }));
+}
+
+/// `rows::temperature_for_entropy` over every batch and mask (the spec's temperature is only
+/// validated), at targets half and 0.9 of the largest row's `ln n`: some rows cannot reach the
+/// second (masked or tied rows), which must give NaN for them and an error for the batch.
+pub(crate) fn rows_temperature_for_entropy<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
+    each_batch(ctx, |ctx, x: &[F], spec| {
+        let n = spec.n();
+        if n > 20 || spec.temperature() != F::ONE {
+            return; // the bisection runs the entropy kernel ~100 times per row
+        }
+        let mut out = [F::ZERO; MAX_ROWS];
+        let out = &mut out[..x.len() / n];
+        let ln_n = B::ln(F::from_usize(n));
+        for target in [ln_n * F::HALF, ln_n * F::from_f64(0.9)] {
+            ctx.feed(&own_frame(|| {
+                rows::temperature_for_entropy(B::default(), x, target, out, spec)
+            }));
+            ctx.feed(&*out);
+        }
+    });
+    rows_reduce_errors(ctx, |x, o, s| {
+        rows::temperature_for_entropy(B::default(), x, F::HALF, o, s)
+    });
+}
+
 /// `rows::softmax_vjp` from the masked, tempered softmax of every batch.
 pub(crate) fn rows_softmax_vjp<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
     each_batch(ctx, |ctx, x: &[F], spec| {
@@ -927,6 +984,32 @@ fn array_n<F: Elem, B: Backend<F>, const N: usize>(ctx: &mut Ctx) {
         ctx.feed(&own_frame(|| array::softmax_rows(b, &two)));
         ctx.feed(&own_frame(|| array::log_softmax_rows(b, &two)));
         ctx.feed(&own_frame(|| array::logsumexp_rows(b, &two)));
+        let mut xy = x;
+        own_frame(|| array::softmax_in_place(b, &mut xy));
+        ctx.feed(&xy);
+        xy = x;
+        own_frame(|| array::log_softmax_in_place(b, &mut xy));
+        ctx.feed(&xy);
+        ctx.feed(&own_frame(|| array::kl_divergence(b, &x, &dy)));
+        let mut keep = [false; N];
+        fill_keep(&mut ctx.rng, &mut keep);
+        ctx.feed(&own_frame(|| array::masked_softmax(b, &x, &keep)));
+        ctx.feed(&own_frame(|| array::softmax_with_bias(b, &x, &dy)));
+        let sy = own_frame(|| array::sparsemax(&x));
+        ctx.feed(&own_frame(|| array::sparsemax_vjp(&sy, &dy)));
+        ctx.feed(&own_frame(|| {
+            array::log_softmax_vjp_from_logits(b, &x, &dy)
+        }));
+        let mut u = [F::ZERO; N];
+        for v in u.iter_mut() {
+            *v = F::open_unit(ctx.rng.next_u64());
+        }
+        for (t, hard) in [(0.5, false), (1.0, true)] {
+            let t = F::from_f64(t);
+            ctx.feed(&own_frame(|| array::gumbel_softmax(b, &x, &u, t, hard)));
+        }
+        let target = B::ln(F::from_usize(N)) * F::HALF;
+        ctx.feed(&own_frame(|| array::temperature_for_entropy(b, &x, target)));
     }
 }
 

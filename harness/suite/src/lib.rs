@@ -172,6 +172,8 @@ pub const CASES: &[Case] = case_table! {
         rows_softmax_vjp,
         rows_log_softmax_vjp,
         rows_log_softmax_vjp_from_logits,
+        rows_gumbel_softmax,
+        rows_temperature_for_entropy,
         arrays,
     ],
     per_float: [
