@@ -22,10 +22,14 @@
 //! * The online log-sum-exp state [`LogSumExp`] (`push`, `push_slice`, associative `merge`,
 //!   `finish`): the primitive cross-entropy and attention are built on.
 //! * [`entropy`] of softmax(x/τ) and [`kl_divergence`] between two softmaxes, from logits.
-//! * Backward passes without Jacobians: [`softmax_vjp`], [`log_softmax_vjp`],
-//!   [`sparsemax_vjp`].
+//! * Backward passes without Jacobians: [`softmax_vjp`], [`log_softmax_vjp`] (from the output)
+//!   and [`log_softmax_vjp_from_logits`], [`sparsemax_vjp`].
 //! * [`sparsemax`], [`argmax`] / [`hardmax`], [`gumbel_softmax`] (caller-supplied uniform noise),
 //!   [`temperature_for_entropy`].
+//!
+//! Every op comes in three forms: a single row over slices (the functions at the crate root), a
+//! batch of rows with the temperature and mask in a [`Rows`] spec ([`rows`]), and a fixed-size
+//! array wrapper whose lengths are checked at compile time ([`array`]).
 //!
 //! # Backends
 //!
