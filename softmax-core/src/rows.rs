@@ -6,7 +6,9 @@
 
 use crate::backend::Backend;
 use crate::kernel::{InPlace, Load, OutOfPlace};
-use crate::spec::{check_len, check_noise, dispatch, with_scale, RowIter, RowIterMut, RowMask};
+use crate::spec::{
+    check_len, check_noise, dispatch, rows3, with_scale, RowIter, RowIterMut, RowMask,
+};
 use crate::{row, Error, Float, Mask, Rows};
 
 /// softmax over each row of `x` into `y`, with the spec's temperature and mask.
@@ -305,9 +307,7 @@ pub fn softmax_vjp<F: Float>(
 ) -> Result<(), Error> {
     check_vjp(y, dy, dx, spec)?;
     let n = spec.n();
-    let rows = RowIter::new(y, n)
-        .zip(RowIter::new(dy, n))
-        .zip(RowIterMut::new(dx, n));
+    let rows = rows3(y, dy, dx, n);
     for ((y, dy), dx) in rows {
         row::softmax_vjp(y, dy, dx, spec.temperature());
     }
@@ -346,9 +346,7 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
 ) -> Result<(), Error> {
     check_vjp(y, dy, dx, spec)?;
     let n = spec.n();
-    let rows = RowIter::new(y, n)
-        .zip(RowIter::new(dy, n))
-        .zip(RowIterMut::new(dx, n));
+    let rows = rows3(y, dy, dx, n);
     for ((y, dy), dx) in rows {
         row::log_softmax_vjp::<F, B>(y, dy, dx, spec.temperature());
     }
@@ -390,9 +388,7 @@ pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>>(
     check_len(x.len(), dx.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        let rows = RowIter::new(x, n)
-            .zip(RowIter::new(dy, n))
-            .zip(RowIterMut::new(dx, n));
+        let rows = rows3(x, dy, dx, n);
         for (((xr, dyr), dxr), m) in rows.zip(masks) {
             row::log_softmax_vjp_logits::<F, B, _, _>(m.load(xr), s, dyr, dxr, spec.temperature());
         }
@@ -460,9 +456,7 @@ pub fn sparsemax_vjp<F: Float>(
 ) -> Result<(), Error> {
     check_vjp(y, dy, dx, spec)?;
     let n = spec.n();
-    let rows = RowIter::new(y, n)
-        .zip(RowIter::new(dy, n))
-        .zip(RowIterMut::new(dx, n));
+    let rows = rows3(y, dy, dx, n);
     for ((y, dy), dx) in rows {
         row::sparsemax_vjp(y, dy, dx, spec.temperature());
     }
@@ -564,9 +558,7 @@ pub fn gumbel_softmax<F: Float, B: Backend<F>>(
     check_noise(uniform)?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        let rows = RowIter::new(x, n)
-            .zip(RowIter::new(uniform, n))
-            .zip(RowIterMut::new(y, n));
+        let rows = rows3(x, uniform, y, n);
         for (((xr, ur), yr), m) in rows.zip(masks) {
             row::gumbel::<F, B, _, _>(m.load(xr), ur, hard, yr, s);
         }

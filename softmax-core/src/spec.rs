@@ -270,6 +270,18 @@ impl<'a, T> Iterator for RowIterMut<'a, T> {
     }
 }
 
+/// Rows of `n` of two inputs and one output, in step: `((a_row, b_row), out_row)`.
+pub(crate) fn rows3<'a, T>(
+    a: &'a [T],
+    b: &'a [T],
+    out: &'a mut [T],
+    n: usize,
+) -> impl Iterator<Item = ((&'a [T], &'a [T]), &'a mut [T])> {
+    RowIter::new(a, n)
+        .zip(RowIter::new(b, n))
+        .zip(RowIterMut::new(out, n))
+}
+
 /// The mask of one row, able to wrap that row's values into a [`Load`].
 pub(crate) trait RowMask<F: Float>: Copy {
     type L<'x>: Load<F>
