@@ -131,7 +131,11 @@ fn requirements(file: &str, text: &str, module: &str) -> Vec<Required> {
                     block = Some((ty, false, depth + 1));
                 }
             } else if let Some(rest) = t.strip_prefix("pub trait ") {
-                block = Some((ident(rest).to_string(), true, depth + 1));
+                // Only module-level traits are public API: one inside an inline module (the
+                // sealing `pub(crate) mod private`) is not reachable from outside.
+                if depth == 0 {
+                    block = Some((ident(rest).to_string(), true, depth + 1));
+                }
             }
         }
         match &block {

@@ -345,15 +345,29 @@ proptest! {
         prop_assert!(y.iter().all(|&v| v >= 0.0));
     }
 
+    /// sparsemax(x/τ) VJP against central differences, through the single-row function (τ = 1)
+    /// and the batched one (any τ: the 1/τ factor of the chain rule is checked too).
     #[test]
-    fn sparsemax_vjp_matches_finite_differences(x in prop::collection::vec(-2.0f64..2.0, 1..24), dy in prop::collection::vec(-1.0f64..1.0, 24)) {
+    fn sparsemax_vjp_matches_finite_differences(x in prop::collection::vec(-2.0f64..2.0, 1..24), dy in prop::collection::vec(-1.0f64..1.0, 24), t in prop_oneof![Just(0.5f64), Just(1.0), Just(3.0)]) {
         let n = x.len();
         let dy = &dy[..n];
-        let f = |x: &[f64]| -> f64 { let mut y = vec![0.0; n]; softmax_core::sparsemax(x, &mut y).unwrap(); y.iter().zip(dy).map(|(a, b)| a * b).sum() };
+        let spec = Rows::new(n).with_temperature(t);
+        let fwd = |x: &[f64], y: &mut [f64]| {
+            if t == 1.0 {
+                softmax_core::sparsemax(x, y).unwrap();
+            } else {
+                rows::sparsemax(x, y, &spec).unwrap();
+            }
+        };
+        let f = |x: &[f64]| -> f64 { let mut y = vec![0.0; n]; fwd(x, &mut y); y.iter().zip(dy).map(|(a, b)| a * b).sum() };
         let mut y = vec![0.0; n];
-        softmax_core::sparsemax(&x, &mut y).unwrap();
+        fwd(&x, &mut y);
         let mut dx = vec![0.0; n];
-        softmax_core::sparsemax_vjp(&y, dy, &mut dx).unwrap();
+        if t == 1.0 {
+            softmax_core::sparsemax_vjp(&y, dy, &mut dx).unwrap();
+        } else {
+            rows::sparsemax_vjp(&y, dy, &mut dx, &spec).unwrap();
+        }
         for i in 0..n {
             let h = 1e-7;
             let (mut xp, mut xm) = (x.clone(), x.clone());
@@ -361,8 +375,8 @@ proptest! {
             xm[i] -= h;
             // sparsemax is piecewise linear: away from a kink the difference quotient is exact.
             let (mut yp, mut ym) = (vec![0.0; n], vec![0.0; n]);
-            softmax_core::sparsemax(&xp, &mut yp).unwrap();
-            softmax_core::sparsemax(&xm, &mut ym).unwrap();
+            fwd(&xp, &mut yp);
+            fwd(&xm, &mut ym);
             let support_same = yp.iter().zip(&ym).all(|(a, b)| (*a > 0.0) == (*b > 0.0));
             if support_same {
                 let fd = (f(&xp) - f(&xm)) / (2.0 * h);
@@ -691,4 +705,121 @@ proptest! {
         }
         prop_assert_eq!(res.is_err(), any_out);
     }
+}
+
+/// Findings of the second review, each a concrete input that used to give a wrong answer.
+#[test]
+fn second_review_regressions() {
+    use softmax_core::backend::Libm;
+    use suite::{Elem, SplitMix64};
+
+    // Gumbel: the noise is added after the shift, so the sample does not depend on the offset
+    // of the row: equal logits at 1e8 are sampled uniformly (adding g to 1e8 in f32 rounded it
+    // to a multiple of 8 and picked class 0 95% of the time), and so are the +inf entries of a
+    // row. The outputs for integer logits are bitwise shift-invariant.
+    const DRAWS: usize = 100_000;
+    let mut rng = SplitMix64::new(0x0ff5e7);
+    let mut counts = [[0usize; 4]; 2];
+    let rows_x = [
+        [1e8f32; 4],
+        [f32::INFINITY, f32::INFINITY, f32::INFINITY, 0.0],
+    ];
+    let (mut u, mut y) = ([0.0f32; 4], [0.0f32; 4]);
+    for _ in 0..DRAWS {
+        u.iter_mut()
+            .for_each(|v| *v = f32::open_unit(rng.next_u64()));
+        for (x, c) in rows_x.iter().zip(counts.iter_mut()) {
+            softmax_core::gumbel_softmax(Poly, x, &u, 1.0, true, &mut y).unwrap();
+            c[y.iter().position(|&v| v == 1.0).unwrap()] += 1;
+        }
+        let (a, b) = (
+            [3.0f32, -2.0, 7.0, 0.0],
+            [
+                3.0f32 + 1048576.0,
+                -2.0 + 1048576.0,
+                7.0 + 1048576.0,
+                1048576.0,
+            ],
+        );
+        let (mut ya, mut yb) = ([0.0f32; 4], [0.0f32; 4]);
+        softmax_core::gumbel_softmax(Poly, &a, &u, 0.7, false, &mut ya).unwrap();
+        softmax_core::gumbel_softmax(Poly, &b, &u, 0.7, false, &mut yb).unwrap();
+        assert_eq!(ya, yb, "gumbel-softmax is not shift-invariant");
+    }
+    let sd = |p: f64| (DRAWS as f64 * p * (1.0 - p)).sqrt();
+    for (c, p) in counts[0].iter().zip([0.25; 4]) {
+        assert!(
+            (*c as f64 - DRAWS as f64 * p).abs() <= 5.0 * sd(p),
+            "1e8 row: {:?}",
+            counts[0]
+        );
+    }
+    for (c, p) in counts[1].iter().zip([1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 0.0]) {
+        assert!(
+            (*c as f64 - DRAWS as f64 * p).abs() <= 5.0 * sd(p).max(0.5),
+            "+inf row: {:?}",
+            counts[1]
+        );
+    }
+
+    // Gumbel with MicroMath: the noise no longer carries its ln error (at u = 1 − 2⁻²⁴ the
+    // approximate ln gave g = 9.7 instead of 16.6): the same noise as with Poly.
+    {
+        let (x, u) = ([0.0f32, 0.0], [0.999_999_94f32, 0.5]);
+        let (mut a, mut b) = ([0.0f32; 2], [0.0f32; 2]);
+        softmax_core::gumbel_softmax(MicroMath, &x, &u, 1.0, true, &mut a).unwrap();
+        softmax_core::gumbel_softmax(Poly, &x, &u, 1.0, true, &mut b).unwrap();
+        assert_eq!(a, b);
+        // g_0 = 16.6 beats x_1 + g_1 = 12 + 0.37; the approximate ln's 9.7 would not.
+        softmax_core::gumbel_softmax(MicroMath, &[0.0, 12.0], &u, 1.0, true, &mut a).unwrap();
+        assert_eq!(a, [1.0, 0.0]);
+    }
+
+    // temperature_for_entropy: the bracket reaches MAX (doubling from 1 jumps from 2^127 to inf).
+    for target in [0.3f32, 0.4] {
+        let x = [3e38f32, -3e38];
+        let tau = softmax_core::temperature_for_entropy(Poly, &x, target).unwrap();
+        let h = r::entropy(&[3e38, -3e38], tau as f64, None);
+        assert!(
+            (h - target as f64).abs() < 1e-5,
+            "f32 target {target}: τ {tau}, H {h}"
+        );
+    }
+    let tau = softmax_core::temperature_for_entropy(Poly, &[1.5e308f64, -1.5e308], 0.3).unwrap();
+    // The span 3e308 is beyond f64 (so is the reference's x − max): two entries, by hand.
+    let d = -2.0 * (1.5e308 / tau);
+    let q = d.exp() / (1.0 + d.exp());
+    let h = -(1.0 - q) * (1.0 - q).ln() - q * q.ln();
+    assert!((h - 0.3).abs() < 1e-12, "f64: τ {tau}, H {h}");
+    assert!(softmax_core::temperature_for_entropy(Poly, &[3e38f32, -3e38], 0.6).is_err()); // H(MAX) = 0.416
+
+    // KL with shifted logits that overflow: a finite logit is not a zero probability.
+    let p1 = (-69.0f64).exp() / (1.0 + (-69.0f64).exp());
+    let want = (1.0 - p1) * (1.0 - p1).ln() + p1 * (p1.ln() + 6.8e38);
+    let got = softmax_core::kl_divergence(Poly, &[0.0f32, -69.0], &[3.4e38, -3.4e38]).unwrap();
+    assert!(
+        (got as f64 - want).abs() <= 1e-5 * want,
+        "kl {got} want {want:e}"
+    );
+    let got64 = softmax_core::kl_divergence(Libm, &[0.0f64, -69.0], &[1.7e308, -1.7e308]).unwrap();
+    // p_1·(ln p_1 + 3.4e308), at half scale (3.4e308 is beyond f64).
+    let want64 = (1.0 - p1) * (1.0 - p1).ln() + 2.0 * p1 * (p1.ln() / 2.0 + 1.7e308);
+    assert!(
+        (got64 - want64).abs() <= 1e-12 * want64,
+        "kl {got64} want {want64:e}"
+    );
+    // p_1 > 0 (finite logit, even if e^(x − max) overflows away) against q_1 = 0: +inf, as for
+    // a merely underflowing p_1.
+    let kl = |p: [f32; 2], q: [f32; 2]| softmax_core::kl_divergence(Poly, &p, &q).unwrap();
+    assert_eq!(
+        kl([3.4e38, -3.4e38], [0.0, f32::NEG_INFINITY]),
+        f32::INFINITY
+    );
+    assert_eq!(kl([0.0, -200.0], [0.0, f32::NEG_INFINITY]), f32::INFINITY);
+    assert_eq!(kl([0.0, f32::NEG_INFINITY], [0.0, f32::NEG_INFINITY]), 0.0);
+
+    // softmax VJP under cancellation: the dot product's tail is not rounded away.
+    let mut dx = [0.0f32; 2];
+    softmax_core::softmax_vjp(&[0.5, 0.5], &[1.0, 1.0 + f32::EPSILON], &mut dx).unwrap();
+    assert_eq!(dx, [-f32::EPSILON / 4.0, f32::EPSILON / 4.0]);
 }

@@ -4,10 +4,29 @@
 use core::fmt::{Debug, Display};
 use core::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 
-mod private {
-    pub trait Sealed {}
-    impl Sealed for f32 {}
-    impl Sealed for f64 {}
+pub(crate) mod private {
+    use crate::backend::{Backend, Poly};
+
+    /// Seals [`Float`](super::Float); also carries the crate-internal per-type helpers.
+    pub trait Sealed: Sized {
+        /// Standard Gumbel noise `−ln(−ln u)` from `u` in (0, 1), always with this crate's own
+        /// `ln` (<= 1 ULP), whatever backend the caller picked: near `u → 1` the inner
+        /// `ln u ≈ u − 1` must be accurate relative to itself, which an approximate `ln` with an
+        /// absolute error bound is not (it would bias the sampled distribution).
+        fn gumbel_noise(u: Self) -> Self;
+    }
+    impl Sealed for f32 {
+        #[inline(always)]
+        fn gumbel_noise(u: f32) -> f32 {
+            -<Poly as Backend<f32>>::ln(-<Poly as Backend<f32>>::ln(u))
+        }
+    }
+    impl Sealed for f64 {
+        #[inline(always)]
+        fn gumbel_noise(u: f64) -> f64 {
+            -<Poly as Backend<f64>>::ln(-<Poly as Backend<f64>>::ln(u))
+        }
+    }
 }
 
 /// The element types the kernels accept: `f32` (the fast path) and `f64` (reference use).

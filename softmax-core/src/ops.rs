@@ -267,8 +267,11 @@ pub fn kl_divergence<F: Float, B: Backend<F>>(
 /// and `dy_i` does not enter the dot product. For softmax at temperature τ use
 /// [`rows::softmax_vjp`](crate::rows::softmax_vjp), which multiplies by 1/τ.
 ///
-/// Accuracy: the dot product is compensated; each `dx_i` is within a few ULP of
-/// `y_i·(dy_i − ⟨y, dy⟩)` evaluated exactly from the given `y`, `dy`.
+/// Accuracy: the dot product `⟨y, dy⟩` is summed with compensation (each product rounded once)
+/// and kept unrounded for the subtraction; each `dx_i` is within a few ULP of
+/// `y_i·(dy_i − ⟨y, dy⟩)` evaluated exactly from the given `y`, `dy`, plus
+/// `y_i·u·Σ_j |y_j·dy_j|` absolute (`u` = 2⁻²⁴ in f32, 2⁻⁵³ in f64: the rounding of the
+/// products, which matters only where `dy_i` nearly cancels `⟨y, dy⟩`).
 ///
 /// # Errors
 ///
@@ -487,6 +490,9 @@ pub fn sparsemax<F: Float>(x: &[F], y: &mut [F]) -> Result<(), Error> {
 /// Backward pass of sparsemax from its output `y` and upstream `dy`: on the support
 /// `S = {y > 0}`, `dx_i = dy_i − mean_S dy`; 0 off the support. A NaN row gives NaN.
 ///
+/// Accuracy: the support sum is compensated; `|dx_i − exact| <= 2u·(|dx_i| + |mean_S dy|)`
+/// (`u` = 2⁻²⁴ in f32, 2⁻⁵³ in f64), one more `u·|dx_i|` for the 1/τ of the batched form.
+///
 /// # Errors
 ///
 /// [`Error::EmptyRow`]; [`Error::LengthMismatch`] unless `y`, `dy`, `dx` have equal lengths.
@@ -566,10 +572,16 @@ pub(crate) fn hardmax_row<F: Float>(x: &[F], y: &mut [F]) {
 ///
 /// Draw `u` from any uniform source on the open interval (0, 1); by the Gumbel-max trick,
 /// `argmax(x + g)` is then an exact sample from `softmax(x)`. `hard = true` returns exactly that
-/// one-hot (edge semantics as [`hardmax`]).
+/// one-hot (edge semantics as [`hardmax`]; `k` entries at `+inf` are sampled uniformly, the
+/// limit of equal large logits).
 ///
-/// Accuracy: as [`softmax_with_temperature`] of `fl(x + g)`, with `g` carrying the backend's ln
-/// error twice (Poly and Libm: a few ULP of `g`).
+/// The noise is added to the shifted logits `x − max(x)`, so the sample does not depend on where
+/// the row sits (adding `g` to `x = 1e8` in f32 would round it to a multiple of 8). `g` is always
+/// computed with this crate's own `ln` (<= 1 ULP), also when the backend is approximate: an `ln`
+/// with an absolute error bound (MicroMath) gets `ln u` for `u` near 1 wrong by orders of
+/// magnitude, which would bias the sample. The backend evaluates the softmax.
+///
+/// Accuracy: as [`softmax_with_temperature`] of `fl(fl(x − max) + g)`, with `g` within a few ULP.
 ///
 /// # Errors
 ///

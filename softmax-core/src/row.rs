@@ -122,14 +122,16 @@ pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s
             let (hp, lp) = s.shift(x, mp);
             let (hq, lq) = s.shift(y, mq);
             let e = B::exp_shifted(hp, lp);
-            // p_i > 0 exactly when its logit is not -inf (even if e^d underflows).
-            let t = select(
-                hq == F::NEG_INFINITY,
-                F::INFINITY,
-                e * ((hp - hq) + (lp - lq)),
-            );
+            // A finite logit whose shifted value overflowed (a row spanning more than the float
+            // range) is not a zero probability: the difference is then taken at half scale.
+            let (hq2, _) = s.shift(y * F::HALF, mq * F::HALF);
+            let wide = F::TWO * (e * (hp * F::HALF - hq2));
+            let t = select(hq == F::NEG_INFINITY, wide, e * ((hp - hq) + (lp - lq)));
+            // p_i > 0 exactly when its logit is not -inf (even if e^d underflows); q_i = 0
+            // exactly when its logit is -inf.
+            let t = select(y == F::NEG_INFINITY, F::INFINITY, t);
             select(
-                hp == F::NEG_INFINITY || e == F::ZERO && t != F::INFINITY,
+                x == F::NEG_INFINITY || e == F::ZERO && t != F::INFINITY,
                 F::ZERO,
                 t,
             )
@@ -221,6 +223,13 @@ fn sparsemax_threshold<F: Float, L: Load<F>, S: Scale<F>>(src: L, s: S, m: F) ->
 /// Compensated reduction of `f(a_i, b_i)` over two equal-length rows.
 #[inline(always)]
 pub(crate) fn sum2<F: Float>(a: &[F], b: &[F], f: impl Fn(F, F) -> F) -> F {
+    let (hi, lo) = sum2_parts(a, b, f);
+    hi + lo
+}
+
+/// [`sum2`] as the unrounded pair `hi + lo`.
+#[inline(always)]
+pub(crate) fn sum2_parts<F: Float>(a: &[F], b: &[F], f: impl Fn(F, F) -> F) -> (F, F) {
     let (ac, at) = a.as_chunks::<LANES>();
     let (bc, bt) = b.as_chunks::<LANES>();
     let tail = (!at.is_empty()).then(|| {
@@ -234,13 +243,13 @@ pub(crate) fn sum2<F: Float>(a: &[F], b: &[F], f: impl Fn(F, F) -> F) -> F {
         .iter()
         .zip(bc)
         .map(|(a, b)| core::array::from_fn(|i| f(a[i], b[i])));
-    let [(hi, lo)] = kernel::sums(
+    let [pair] = kernel::sums(
         mapped,
         tail,
         #[inline(always)]
         |v: &[F; LANES]| [*v],
     );
-    hi + lo
+    pair
 }
 
 /// Elementwise `dx_i = f(a_i, b_i)` over three equal-length rows.
@@ -255,9 +264,11 @@ pub(crate) fn map2<F: Float>(a: &[F], b: &[F], out: &mut [F], f: impl Fn(F, F) -
 /// (masked, `-inf`, or underflowed) are constants: `dx = 0` and their `dy` is not read.
 #[inline(never)]
 pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
-    let dot = sum2(y, dy, |y, g| select(y == F::ZERO, F::ZERO, y * g));
+    let (hi, lo) = sum2_parts(y, dy, |y, g| select(y == F::ZERO, F::ZERO, y * g));
+    // `(g − hi) − lo`: when `g` nearly cancels the dot product, `g − hi` is exact and the tail
+    // still counts (collapsing `hi + lo` first would lose it).
     map2(y, dy, dx, |y, g| {
-        select(y == F::ZERO, F::ZERO, y * (g - dot) / tau)
+        select(y == F::ZERO, F::ZERO, y * ((g - hi) - lo) / tau)
     });
 }
 
@@ -376,6 +387,12 @@ pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
 /// Gumbel-softmax of a row: `y = softmax((x + g)/τ)`, `g_i = −ln(−ln u_i)`, or with `hard` the
 /// one-hot of `argmax(x + g)` itself (the exact Gumbel-max sample, not the one-hot of the
 /// rounded soft output, which can tie at large τ). The noise was validated by the caller.
+///
+/// The noise is added to the shifted logits `x − max`, not to `x`: `x + g` would round `g` at
+/// the magnitude of `x` (at `x = 1e8` in f32, to a multiple of 8) and bias the sample, and the
+/// result would change when the row is shifted. With `k` entries at `+inf` the limit is taken:
+/// those entries have shifted logit 0, the others `-inf`, so the sample is uniform among them.
+/// A NaN row gives NaN; a row with no allowed entry gives zeros.
 #[inline(never)]
 pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     src: L,
@@ -384,8 +401,26 @@ pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     y: &mut [F],
     s: S,
 ) {
+    let sc = kernel::scan(src);
+    if sc.nan {
+        y.fill(F::NAN);
+        return;
+    }
+    let m = sc.max;
+    let shift = |x: F| {
+        if m.is_finite() {
+            x - m
+        } else {
+            // +inf: the +inf entries share the mass; -inf: nothing is allowed.
+            select(
+                m == F::INFINITY && x == F::INFINITY,
+                F::ZERO,
+                F::NEG_INFINITY,
+            )
+        }
+    };
     for ((o, x), &u) in y.iter_mut().zip(src.iter()).zip(uniform) {
-        *o = x - B::ln(-B::ln(u));
+        *o = shift(x) + F::gumbel_noise(u);
     }
     if hard {
         hardmax_in_place(y);
@@ -418,10 +453,14 @@ pub(crate) fn temperature_for_entropy<F: Float, B: Backend<F>, L: Load<F>>(
     let (mut lo, mut hi) = (F::ONE, F::ONE);
     if h(F::ONE) < target {
         loop {
-            hi *= F::TWO;
-            if !hi.is_finite() {
+            // Doubling from 1 skips (2^127, MAX] in f32; try MAX itself before giving up.
+            hi = if hi == F::MAX {
                 return Err(Error::EntropyOutOfRange);
-            }
+            } else if (hi * F::TWO).is_finite() {
+                hi * F::TWO
+            } else {
+                F::MAX
+            };
             if h(hi) >= target {
                 break;
             }

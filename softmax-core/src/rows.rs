@@ -18,8 +18,8 @@ use crate::{row, Error, Float, Mask, Rows};
 ///
 /// # Errors
 ///
-/// [`Error::EmptyRow`] (n = 0), [`Error::LengthMismatch`] (input not a multiple of n, or `y` or
-/// the mask of another length), [`Error::InvalidTemperature`].
+/// [`Error::EmptyRow`] (n = 0), [`Error::RaggedBatch`] (input not a multiple of n),
+/// [`Error::LengthMismatch`] (`y` or the mask of another length), [`Error::InvalidTemperature`].
 ///
 /// # Examples
 ///
