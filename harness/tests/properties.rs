@@ -823,3 +823,153 @@ fn second_review_regressions() {
     softmax_core::softmax_vjp(&[0.5, 0.5], &[1.0, 1.0 + f32::EPSILON], &mut dx).unwrap();
     assert_eq!(dx, [-f32::EPSILON / 4.0, f32::EPSILON / 4.0]);
 }
+
+/// Every `array::` wrapper is the slice function on the same data: bitwise equal results, at a
+/// length with a ragged tail (N = 19) and at one whole chunk (N = 16).
+fn array_wrappers_match_slices<const N: usize>(
+    x: [f32; N],
+    q: [f32; N],
+    u: [f32; N],
+    keep: [bool; N],
+    t: f32,
+) {
+    use softmax_core::array;
+    let b = Poly;
+    let slice_out = |f: &dyn Fn(&mut [f32])| {
+        let mut y = [0.0f32; N];
+        f(&mut y);
+        y
+    };
+    let same = |a: &[f32], s: &[f32], what: &str| {
+        assert!(
+            a.iter()
+                .zip(s)
+                .all(|(a, s)| a.to_bits() == s.to_bits() || a.is_nan() && s.is_nan()),
+            "array::{what} differs from the slice function: {a:?} vs {s:?}"
+        )
+    };
+    same(
+        &array::softmax(b, &x),
+        &slice_out(&|y| softmax_core::softmax(b, &x, y).unwrap()),
+        "softmax",
+    );
+    same(
+        &array::softmax_with_temperature(b, &x, t).unwrap(),
+        &slice_out(&|y| softmax_core::softmax_with_temperature(b, &x, t, y).unwrap()),
+        "softmax_with_temperature",
+    );
+    let mut xy = x;
+    array::softmax_in_place(b, &mut xy);
+    same(&xy, &array::softmax(b, &x), "softmax_in_place");
+    let ly = array::log_softmax(b, &x);
+    same(
+        &ly,
+        &slice_out(&|y| softmax_core::log_softmax(b, &x, y).unwrap()),
+        "log_softmax",
+    );
+    xy = x;
+    array::log_softmax_in_place(b, &mut xy);
+    same(&xy, &ly, "log_softmax_in_place");
+    same(
+        &[array::logsumexp(b, &x)],
+        &[softmax_core::logsumexp(b, &x).unwrap()],
+        "logsumexp",
+    );
+    same(
+        &[array::entropy(b, &x, t).unwrap()],
+        &[softmax_core::entropy(b, &x, t).unwrap()],
+        "entropy",
+    );
+    same(
+        &[array::kl_divergence(b, &x, &q)],
+        &[softmax_core::kl_divergence(b, &x, &q).unwrap()],
+        "kl_divergence",
+    );
+    same(
+        &array::masked_softmax(b, &x, &keep),
+        &slice_out(&|y| softmax_core::masked_softmax(b, &x, &keep, y).unwrap()),
+        "masked_softmax",
+    );
+    same(
+        &array::softmax_with_bias(b, &x, &q),
+        &slice_out(&|y| softmax_core::softmax_with_bias(b, &x, &q, y).unwrap()),
+        "softmax_with_bias",
+    );
+    let y = array::softmax(b, &x);
+    same(
+        &array::softmax_vjp(&y, &q),
+        &slice_out(&|d| softmax_core::softmax_vjp(&y, &q, d).unwrap()),
+        "softmax_vjp",
+    );
+    same(
+        &array::log_softmax_vjp(b, &ly, &q),
+        &slice_out(&|d| softmax_core::log_softmax_vjp(b, &ly, &q, d).unwrap()),
+        "log_softmax_vjp",
+    );
+    same(
+        &array::log_softmax_vjp_from_logits(b, &x, &q),
+        &slice_out(&|d| softmax_core::log_softmax_vjp_from_logits(b, &x, &q, d).unwrap()),
+        "log_softmax_vjp_from_logits",
+    );
+    let sy = array::sparsemax(&x);
+    same(
+        &sy,
+        &slice_out(&|y| softmax_core::sparsemax(&x, y).unwrap()),
+        "sparsemax",
+    );
+    same(
+        &array::sparsemax_vjp(&sy, &q),
+        &slice_out(&|d| softmax_core::sparsemax_vjp(&sy, &q, d).unwrap()),
+        "sparsemax_vjp",
+    );
+    assert_eq!(array::argmax(&x), softmax_core::argmax(&x).unwrap());
+    same(
+        &array::hardmax(&x),
+        &slice_out(&|y| softmax_core::hardmax(&x, y).unwrap()),
+        "hardmax",
+    );
+    for hard in [false, true] {
+        same(
+            &array::gumbel_softmax(b, &x, &u, t, hard).unwrap(),
+            &slice_out(&|y| softmax_core::gumbel_softmax(b, &x, &u, t, hard, y).unwrap()),
+            "gumbel_softmax",
+        );
+    }
+    let target = (N as f32).ln() * 0.5;
+    assert_eq!(
+        array::temperature_for_entropy(b, &x, target).map(f32::to_bits),
+        softmax_core::temperature_for_entropy(b, &x, target).map(f32::to_bits)
+    );
+    // The `_rows` forms are the single-row wrappers applied row by row.
+    let two = [x, q];
+    let rows_sm = array::softmax_rows(b, &two);
+    let rows_ls = array::log_softmax_rows(b, &two);
+    let rows_lse = array::logsumexp_rows(b, &two);
+    for (i, r) in two.iter().enumerate() {
+        same(&rows_sm[i], &array::softmax(b, r), "softmax_rows");
+        same(&rows_ls[i], &array::log_softmax(b, r), "log_softmax_rows");
+        same(&[rows_lse[i]], &[array::logsumexp(b, r)], "logsumexp_rows");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn array_wrappers_equal_slice_functions(
+        x in prop::collection::vec(-30.0f32..30.0, 19),
+        q in prop::collection::vec(-3.0f32..3.0, 19),
+        bits in prop::collection::vec(any::<u64>(), 19),
+        keep in prop::collection::vec(any::<bool>(), 19),
+        t in prop_oneof![Just(0.3f32), Just(1.0), Just(2.5)],
+    ) {
+        use suite::Elem;
+        let u: Vec<f32> = bits.iter().map(|&b| f32::open_unit(b)).collect();
+        let arr = |v: &[f32]| -> [f32; 19] { v.try_into().unwrap() };
+        let k: [bool; 19] = keep[..].try_into().unwrap();
+        array_wrappers_match_slices(arr(&x), arr(&q), arr(&u), k, t);
+        let a16 = |v: &[f32]| -> [f32; 16] { v[..16].try_into().unwrap() };
+        let k16: [bool; 16] = keep[..16].try_into().unwrap();
+        array_wrappers_match_slices(a16(&x), a16(&q), a16(&u), k16, t);
+    }
+}
