@@ -41,8 +41,9 @@
 //!   derivation: `d_i` rounded `u|d_i|`, the threshold from support values `|d| <= 1` within
 //!   `4u`, the final subtraction `u`) + `u·(|d_i| + 1)` for τ ≠ 1; reference `eps64·(1 + |d_i|)`.
 //! * gumbel-softmax: the softmax tolerance, plus the logit error
-//!   `e_j = u|x_j − m| + 2u(1 + |g_j|) + u|z_j|` (the shift `x − max` rounded, the crate's 1-ULP
-//!   `ln` twice, then `z = (x − m) + g` rounded) entering as `(e_i + Σ p_j e_j)/τ`. The noise uses
+//!   `e_j = u|x_j − m| + 3u(1 + |g_j|) + u|z_j|` (the shift `x − max` rounded, the crate's 1-ULP
+//!   `ln` twice and, for τ > 1, `g/τ`, then `z = (x − m) + g` rounded) entering as
+//!   `(e_i + Σ p_j e_j)/τ`. The noise uses
 //!   the crate's own `ln` with every backend, so MicroMath needs no extra term here.
 //! * temperature_for_entropy: `tol_H/|H'(τ*)| + 2 ULP(τ*)` (the bisection stops at adjacent
 //!   floats, each side's computed `H` within `tol_H`).
@@ -1286,7 +1287,7 @@ impl<F: Dt> PerBackend<F> for Run<'_, F> {
                 let err: Vec<f64> = (0..n)
                     .map(|j| {
                         a.u * shifted[j].abs()
-                            + 2.0 * a.u * (1.0 + g[j].abs())
+                            + 3.0 * a.u * (1.0 + g[j].abs())
                             + a.u * zrow[j].abs()
                     })
                     .collect();

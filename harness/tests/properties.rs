@@ -762,6 +762,42 @@ fn second_review_regressions() {
         );
     }
 
+    // τ > 1 on a row spanning more than the float range: the quotients (x − max)/τ are finite,
+    // so the soft output matches softmax_with_temperature's where the noise is equal (u = e^-1
+    // gives g = 0 in the real numbers; within an ULP here). τ tiny: still one-hot.
+    let (big, e1) = ([-f32::MAX, f32::MAX], [(-1.0f64).exp() as f32; 2]);
+    let (mut a, mut b) = ([0.0f32; 2], [0.0f32; 2]);
+    softmax_core::gumbel_softmax(Poly, &big, &e1, 1e38, false, &mut a).unwrap();
+    softmax_core::softmax_with_temperature(Poly, &big, 1e38, &mut b).unwrap();
+    assert!(
+        (a[0] - b[0]).abs() <= 1e-6 * b[0] && b[0] > 1e-3,
+        "{a:?} vs {b:?}"
+    );
+    let big64 = [-f64::MAX, f64::MAX];
+    let (mut a, mut b) = ([0.0f64; 2], [0.0f64; 2]);
+    softmax_core::gumbel_softmax(Poly, &big64, &[(-1.0f64).exp(); 2], 1e308, false, &mut a)
+        .unwrap();
+    softmax_core::softmax_with_temperature(Poly, &big64, 1e308, &mut b).unwrap();
+    assert!(
+        (a[0] - b[0]).abs() <= 1e-14 * b[0] && b[0] > 1e-2,
+        "{a:?} vs {b:?}"
+    );
+    let mut y3 = [0.0f32; 3];
+    softmax_core::gumbel_softmax(
+        Poly,
+        &[0.0, 0.5, 0.25],
+        &[0.5, 0.6, 0.7],
+        1e-45,
+        false,
+        &mut y3,
+    )
+    .unwrap();
+    assert_eq!(
+        y3.iter().filter(|&&v| v == 1.0).count(),
+        1,
+        "tiny τ is not one-hot: {y3:?}"
+    );
+
     // Gumbel with MicroMath: the noise no longer carries its ln error (at u = 1 − 2⁻²⁴ the
     // approximate ln gave g = 9.7 instead of 16.6): the same noise as with Poly.
     {
@@ -817,6 +853,38 @@ fn second_review_regressions() {
     );
     assert_eq!(kl([0.0, -200.0], [0.0, f32::NEG_INFINITY]), f32::INFINITY);
     assert_eq!(kl([0.0, f32::NEG_INFINITY], [0.0, f32::NEG_INFINITY]), 0.0);
+
+    // ... also with τ < 1 (the division overflows, not just the difference), with terms near
+    // MAX before the normalisation, and in the limit branch (p with +inf logits).
+    let mut out = [0.0f32];
+    rows::kl_divergence(
+        Poly,
+        &[0.0f32, -0.069],
+        &[0.0, -1e38],
+        &mut out,
+        &Rows::new(2).with_temperature(1e-3),
+    )
+    .unwrap();
+    let p1 = (-69.0f64).exp() / (1.0 + (-69.0f64).exp());
+    let want = (1.0 - p1) * (1.0 - p1).ln() + p1 * (p1.ln() + 1e41);
+    assert!(
+        (out[0] as f64 - want).abs() <= 1e-5 * want,
+        "τ<1: {} want {want:e}",
+        out[0]
+    );
+    let max = f32::MAX as f64;
+    let want = 0.95 * max - 2f64.ln();
+    let got = kl([0.0, 0.0], [f32::MAX, -0.9 * f32::MAX]) as f64;
+    assert!(
+        (got - want).abs() <= 1e-6 * want,
+        "near MAX: {got:e} want {want:e}"
+    );
+    let want = 0.75 * max - 2f64.ln();
+    let got = kl([f32::INFINITY; 2], [f32::MAX, -0.5 * f32::MAX]) as f64;
+    assert!(
+        (got - want).abs() <= 1e-6 * want,
+        "+inf p: {got:e} want {want:e}"
+    );
 
     // softmax VJP under cancellation: the dot product's tail is not rounded away.
     let mut dx = [0.0f32; 2];
@@ -971,5 +1039,140 @@ proptest! {
         let a16 = |v: &[f32]| -> [f32; 16] { v[..16].try_into().unwrap() };
         let k16: [bool; 16] = keep[..16].try_into().unwrap();
         array_wrappers_match_slices(a16(&x), a16(&q), a16(&u), k16, t);
+    }
+}
+
+/// The stated accuracy of the two output-based VJPs (ops.rs): softmax_vjp within 4 ULP plus
+/// `17u·y_i·Σ|y_j dy_j|`, sparsemax_vjp within `2u|dx_i| + 18u·mean_S|dy|`, against f64
+/// evaluations from the same f32 inputs. Random rows, rows built so that `dy_i` cancels the dot
+/// product, and the block-sum worst case found in review (512 equal weights, terms 2⁻²⁵ apart).
+fn check_vjp_bounds(y: &[f32], sy: &[f32], dy: &[f32]) {
+    const UF: f64 = U;
+    let ulp = |v: f64| (v.abs() * 2.0 * UF).max(1.4e-45);
+    let mut dx = vec![0.0f32; y.len()];
+    softmax_core::softmax_vjp(y, dy, &mut dx).unwrap();
+    let dot: f64 = y.iter().zip(dy).map(|(&a, &b)| a as f64 * b as f64).sum();
+    let abs: f64 = y
+        .iter()
+        .zip(dy)
+        .map(|(&a, &b)| (a as f64 * b as f64).abs())
+        .sum();
+    for i in 0..y.len() {
+        let want = y[i] as f64 * (dy[i] as f64 - dot);
+        let tol = 4.0 * ulp(want) + 17.0 * UF * y[i] as f64 * abs;
+        assert!(
+            (dx[i] as f64 - want).abs() <= tol,
+            "softmax_vjp [{i}]: {} want {want:e} tol {tol:e}",
+            dx[i]
+        );
+    }
+    softmax_core::sparsemax_vjp(sy, dy, &mut dx).unwrap();
+    let support: Vec<usize> = (0..sy.len()).filter(|&i| sy[i] > 0.0).collect();
+    let k = support.len() as f64;
+    let mean: f64 = support.iter().map(|&i| dy[i] as f64).sum::<f64>() / k;
+    let mean_abs: f64 = support.iter().map(|&i| (dy[i] as f64).abs()).sum::<f64>() / k;
+    for i in 0..sy.len() {
+        let want = if sy[i] > 0.0 {
+            dy[i] as f64 - mean
+        } else {
+            0.0
+        };
+        let tol = 2.0 * UF * want.abs() + 18.0 * UF * mean_abs;
+        assert!(
+            (dx[i] as f64 - want).abs() <= tol,
+            "sparsemax_vjp [{i}]: {} want {want:e} tol {tol:e}",
+            dx[i]
+        );
+    }
+}
+
+#[test]
+fn vjp_accuracy_statements_hold() {
+    // The review's case: y = 1/512, dy[0] = 512, dy[16k] = 512·2⁻²⁵, dy[256] = −512.
+    let n = 512;
+    let y = vec![1.0f32 / 512.0; n];
+    for scale in [512.0f32, 1.0] {
+        let mut dy = vec![0.0f32; n];
+        dy[0] = scale;
+        for k in 1..16 {
+            dy[16 * k] = scale * 2f32.powi(-25);
+        }
+        dy[256] = -scale;
+        check_vjp_bounds(&y, &y, &dy);
+    }
+    let mut rng = suite::SplitMix64::new(0x007e_5701);
+    for trial in 0..400 {
+        let n = 1 + (rng.next_u64() % 700) as usize;
+        let x: Vec<f32> = (0..n).map(|_| rng.range(-4.0, 4.0) as f32).collect();
+        let mut y = vec![0.0f32; n];
+        softmax_core::softmax(Poly, &x, &mut y).unwrap();
+        let mut sy = vec![0.0f32; n];
+        softmax_core::sparsemax(&x, &mut sy).unwrap();
+        let mut dy: Vec<f32> = (0..n).map(|_| rng.range(-1.0, 1.0) as f32).collect();
+        if trial % 2 == 1 {
+            // Make dy nearly constant, so dy_i − ⟨y, dy⟩ and dy_i − mean cancel.
+            let c = rng.range(-100.0, 100.0) as f32;
+            dy.iter_mut().for_each(|g| *g = c + *g * 1e-5);
+        }
+        check_vjp_bounds(&y, &sy, &dy);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// `ln Σ e^(x − max)` keeps full relative precision when the other terms are tiny, whatever
+    /// the order of the values and however the state was built: pushes (with rising values that
+    /// move the reference), slices and merges in both directions. Values: the maximum plus others
+    /// 5..40 below it, spread over a range wider than the rescale threshold (8).
+    #[test]
+    fn lse_ln_sum_relative_precision(
+        gaps in prop::collection::vec(5.0f64..40.0, 1..60),
+        top in -50.0f64..50.0,
+        perm in prop::collection::vec(any::<u64>(), 61),
+        how in prop::collection::vec(0u8..4, 61),
+    ) {
+        let mut xs: Vec<f32> = std::iter::once(top as f32).chain(gaps.iter().map(|g| (top - g) as f32)).collect();
+        // A fixed-seed shuffle driven by `perm`.
+        for i in (1..xs.len()).rev() {
+            xs.swap(i, (perm[i] % (i as u64 + 1)) as usize);
+        }
+        let m = xs.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+        // The reference sums the rest directly (1 + rest − 1 in f64 would lose its digits).
+        let imax = xs.iter().position(|&v| v as f64 == m).unwrap();
+        let rest: f64 = xs.iter().enumerate().filter(|&(i, _)| i != imax).map(|(_, &v)| ((v as f64) - m).exp()).sum();
+        let want = rest.ln_1p();
+        // Build the state: each value is pushed, pushed as a one-value slice, merged into the
+        // state, or the state is merged into a state of that value.
+        let mut s = LogSumExp::new(Poly);
+        for (&v, &h) in xs.iter().zip(&how) {
+            match h {
+                0 => s.push(v),
+                1 => s.push_slice(&[v]),
+                2 => { let mut o = LogSumExp::new(Poly); o.push(v); s.merge(&o); }
+                _ => { let mut o = LogSumExp::new(Poly); o.push(v); o.merge(&s); s = o; }
+            }
+        }
+        let got = s.ln_sum() as f64;
+        prop_assert!((got - want).abs() <= 8.0 * U * want, "ln_sum {got:e} want {want:e} ({:.1} u)", (got - want).abs() / (U * want));
+        let lp = s.log_prob(m as f32) as f64;
+        prop_assert!((lp + want).abs() <= 8.0 * U * want, "log_prob(max) {lp:e} want {:e}", -want);
+    }
+}
+
+/// The review's case: merging {5.333, 13.333} (pushed) into {0} lost the rest's digits (9800 u).
+#[test]
+fn lse_merge_keeps_tiny_rest() {
+    let (mut a, mut b) = (LogSumExp::new(Poly), LogSumExp::new(Poly));
+    a.push(0.0f32);
+    b.push(5.333);
+    b.push(13.333); // moves b's reference (13.333 > 5.333 + 8)
+    let want = (((0.0f64 - 13.333f32 as f64).exp()) + ((5.333f32 as f64 - 13.333f32 as f64).exp()))
+        .ln_1p();
+    for (x, y) in [(a, b), (b, a)] {
+        let mut s = x;
+        s.merge(&y);
+        let got = s.ln_sum() as f64;
+        assert!((got - want).abs() <= 4.0 * U * want, "{got:e} vs {want:e}");
     }
 }

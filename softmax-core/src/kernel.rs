@@ -137,6 +137,11 @@ pub(crate) trait Scale<F: Float>: Copy {
     fn shift(self, p: F, m: F) -> (F, F);
     /// logsumexp from the maximum `m` of the raw row and `ln Σ e^d`.
     fn lse(self, m: F, ln_sum: F) -> F;
+    /// `v/τ` (one rounding; `v` itself for τ = 1).
+    fn scale(self, v: F) -> F;
+    /// τ > 1: dividing by τ shrinks, so a quotient can be finite where the raw difference
+    /// overflows.
+    fn above_one(self) -> bool;
 }
 
 /// `a − b = hi + lo` exactly: Fast2Sum with the operand of larger magnitude first (cheaper than
@@ -160,6 +165,14 @@ impl<F: Float> Scale<F> for Unit {
     #[inline(always)]
     fn lse(self, m: F, ln_sum: F) -> F {
         m + ln_sum
+    }
+    #[inline(always)]
+    fn scale(self, v: F) -> F {
+        v
+    }
+    #[inline(always)]
+    fn above_one(self) -> bool {
+        false
     }
 }
 
@@ -198,6 +211,14 @@ impl<F: Float> Scale<F> for Scaled<F> {
     #[inline(always)]
     fn lse(self, m: F, ln_sum: F) -> F {
         m / self.tau + ln_sum
+    }
+    #[inline(always)]
+    fn scale(self, v: F) -> F {
+        v / self.tau
+    }
+    #[inline(always)]
+    fn above_one(self) -> bool {
+        self.h < F::ONE
     }
 }
 

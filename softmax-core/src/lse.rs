@@ -16,14 +16,14 @@ use crate::Float;
 /// commutative up to rounding), so a row can be split into blocks that are reduced separately,
 /// in any grouping, and combined.
 ///
-/// The state keeps the running maximum, a compensated sum `Σ e^(x − r)` (an unevaluated
-/// `hi + lo`) relative to a reference point `r <= max`, and the maximum's own term `e^(max − r)`.
-/// The reference only moves when a value exceeds it by more than 8 (lazy rescaling, as in
-/// FlashAttention-4): every rescale rounds the whole sum once, so rescaling on each new maximum
-/// would make the error grow with the number of values in a rising stream; this way it grows at
-/// most with `range/8`. Results are reported relative to the true maximum, with the maximum's
-/// own term subtracted exactly, so `ln Σ e^(x − max)` keeps full relative precision when the
-/// other terms are tiny.
+/// The state keeps the running maximum, a reference point `r <= max`, the maximum's own term
+/// `e^(max − r)`, and the compensated sum (an unevaluated `hi + lo`) of every other term
+/// `e^(x − r)`. The reference only moves when a value exceeds it by more than 8 (lazy rescaling,
+/// as in FlashAttention-4): every rescale rounds the whole sum once, so rescaling on each new
+/// maximum would make the error grow with the number of values in a rising stream; this way it
+/// grows at most with `range/8`. Because the maximum's term is kept apart from the rest (through
+/// pushes, merges and rescales alike), `ln Σ e^(x − max) = ln(1 + rest/top)` keeps full relative
+/// precision when the other terms are tiny.
 ///
 /// Special values follow the softmax family's edge semantics: `-inf` values contribute nothing
 /// (a state that has seen only `-inf` finishes to `-inf`); `+inf` values make the result `+inf`
@@ -56,10 +56,11 @@ pub struct LogSumExp<F, B> {
     max: F,
     /// The reference point of the sum: `max − 8 <= r <= max` (`r = max` for special states).
     r: F,
-    /// `Σ e^(x − r)` as `hi + lo` (the number of `+inf` values in the `+inf` state).
+    /// `Σ e^(x − r)` over every value but one copy of the maximum, as `hi + lo` (the number of
+    /// `+inf` values in the `+inf` state; 0 when empty).
     hi: F,
     lo: F,
-    /// `e^(max − r)` as it entered the sum: the maximum's own term (1 when `r = max`).
+    /// `e^(max − r)`: the maximum's own term, kept out of the sum (1 when `r = max`).
     top: F,
     backend: PhantomData<B>,
 }
@@ -82,9 +83,17 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
         Self::from_parts(F::NEG_INFINITY, F::ZERO, F::ZERO)
     }
 
-    /// A state with the reference at the maximum: `hi + lo = Σ e^(x − max)`.
+    /// A state with the reference at the maximum, from `hi + lo = Σ e^(x − max)` (the maximum's
+    /// own 1 included; for a non-finite max, the special-state count).
     #[inline(always)]
     pub(crate) fn from_parts(max: F, hi: F, lo: F) -> Self {
+        let (hi, lo) = if max.is_finite() {
+            // The rest: hi + lo − 1, exactly (as an unevaluated pair).
+            let (h, e) = two_sum(hi, -F::ONE);
+            two_sum(h, lo + e)
+        } else {
+            (hi, lo)
+        };
         LogSumExp {
             max,
             r: max,
@@ -145,20 +154,25 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
             // The first +inf (earlier finite mass vanishes next to it), or the first value.
             *self = Self::from_parts(x, F::ONE, F::ZERO);
         } else if x > self.r + F::from_f64(REBASE) {
-            // Far above the reference: move the reference to x (one rounding of the sum).
+            // Far above the reference: move the reference to x (one rounding of the sum); the old
+            // maximum's term joins the rest.
             let f = Self::factor(self.r, x);
+            let old_top = self.top * f;
             self.hi *= f;
             self.lo *= f;
+            self.add(old_top);
             self.r = x;
             self.max = x;
             self.top = F::ONE;
-            self.add(F::ONE);
         } else {
             let v = Self::exp_rel(x, self.r);
-            self.add(v);
             if x > self.max {
+                let old_top = self.top;
                 self.max = x;
                 self.top = v;
+                self.add(old_top);
+            } else {
+                self.add(v);
             }
         }
     }
@@ -224,20 +238,24 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     #[inline]
     fn absorb(&mut self, o: &Self) {
         let f = Self::exp_rel(o.r, self.r);
-        let (hi, e) = two_sum(self.hi, o.hi * f);
-        let lo = self.lo + o.lo * f + e;
-        let (hi, lo) = two_sum(hi, lo);
-        self.hi = hi;
-        self.lo = lo;
+        let o_top = o.top * f;
+        // The larger maximum's term stays apart; the other joins the rest.
         if o.max > self.max {
+            let old_top = self.top;
             self.max = o.max;
-            self.top = o.top * f;
+            self.top = o_top;
+            self.add(old_top);
+        } else {
+            self.add(o_top);
         }
+        self.add(o.hi * f);
+        self.add(o.lo * f);
         if self.max > self.r + F::from_f64(REBASE) {
-            let f = Self::factor(self.r, self.max);
-            self.hi *= f;
-            self.lo *= f;
-            self.top *= f;
+            // Move the reference to the maximum: the rest relative to it is rest/top (one
+            // rounding each), and the maximum's term becomes exactly 1.
+            self.hi = self.hi / self.top;
+            self.lo = self.lo / self.top;
+            self.top = F::ONE;
             self.r = self.max;
         }
     }
@@ -298,7 +316,11 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// ```
     #[inline]
     pub fn scaled_sum(&self) -> F {
-        (self.hi + self.lo) / self.top
+        if self.max.is_finite() {
+            F::ONE + (self.hi + self.lo) / self.top
+        } else {
+            self.hi
+        }
     }
 
     /// `ln Σ e^(x − max)`, computed from the compensated sum (accurate even when the sum is
@@ -319,11 +341,13 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
             F::NAN
         } else if self.max == F::NEG_INFINITY {
             F::NEG_INFINITY
-        } else if self.top == F::ONE {
-            kernel::ln_sum::<F, B>(self.hi, self.lo)
+        } else if self.max == F::INFINITY {
+            B::ln(self.hi) // ln k
         } else {
-            // ln(S/top) = log1p((S − top)/top); S >= top, and S − top is exact while S <= 2·top.
-            kernel::ln_sum::<F, B>(F::ONE, ((self.hi - self.top) + self.lo) / self.top)
+            // ln((top + rest)/top) = log1p(rest/top), the rest kept apart from the max's term.
+            let (hi, lo) = (self.hi / self.top, self.lo / self.top);
+            let (s, e) = two_sum(F::ONE, hi);
+            kernel::ln_sum::<F, B>(s, e + lo)
         }
     }
 
@@ -397,18 +421,20 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// The compensated scaled sum `Σ e^(x − max)` as its two parts.
     #[inline(always)]
     pub(crate) fn sum_parts(&self) -> (F, F) {
-        if self.top == F::ONE {
-            (self.hi, self.lo)
+        if self.max.is_finite() {
+            let (s, e) = two_sum(F::ONE, self.hi / self.top);
+            (s, e + self.lo / self.top)
         } else {
-            (self.hi / self.top, self.lo / self.top)
+            (self.hi, self.lo)
         }
     }
 
-    /// `1/Σ e^(x − max)` = `top/(hi + lo)`, with the compensation folded in.
+    /// `1/Σ e^(x − max)`, with the compensation folded in (`1/k` in the `+inf` state).
     #[inline(always)]
     pub(crate) fn inv_sum(&self) -> F {
-        let r = self.top / self.hi;
-        r - r * (self.lo / self.hi)
+        let (hi, lo) = self.sum_parts();
+        let r = F::ONE / hi;
+        r - r * (lo / hi)
     }
 
     /// [`log_prob`](Self::log_prob) of a raw value read through a temperature mode, given

@@ -267,11 +267,11 @@ pub fn kl_divergence<F: Float, B: Backend<F>>(
 /// and `dy_i` does not enter the dot product. For softmax at temperature τ use
 /// [`rows::softmax_vjp`](crate::rows::softmax_vjp), which multiplies by 1/τ.
 ///
-/// Accuracy: the dot product `⟨y, dy⟩` is summed with compensation (each product rounded once)
-/// and kept unrounded for the subtraction; each `dx_i` is within a few ULP of
-/// `y_i·(dy_i − ⟨y, dy⟩)` evaluated exactly from the given `y`, `dy`, plus
-/// `y_i·u·Σ_j |y_j·dy_j|` absolute (`u` = 2⁻²⁴ in f32, 2⁻⁵³ in f64: the rounding of the
-/// products, which matters only where `dy_i` nearly cancels `⟨y, dy⟩`).
+/// Accuracy: the dot product `⟨y, dy⟩` is summed in blocks of 16 per lane with compensated
+/// totals (each product rounded once) and kept unrounded for the subtraction; each `dx_i` is
+/// within 4 ULP of `y_i·(dy_i − ⟨y, dy⟩)` evaluated exactly from the given `y`, `dy`, plus
+/// `17u·y_i·Σ_j |y_j·dy_j|` absolute (`u` = 2⁻²⁴ in f32, 2⁻⁵³ in f64: the products' and the
+/// blocks' roundings, which matter only where `dy_i` nearly cancels `⟨y, dy⟩`).
 ///
 /// # Errors
 ///
@@ -490,8 +490,9 @@ pub fn sparsemax<F: Float>(x: &[F], y: &mut [F]) -> Result<(), Error> {
 /// Backward pass of sparsemax from its output `y` and upstream `dy`: on the support
 /// `S = {y > 0}`, `dx_i = dy_i − mean_S dy`; 0 off the support. A NaN row gives NaN.
 ///
-/// Accuracy: the support sum is compensated; `|dx_i − exact| <= 2u·(|dx_i| + |mean_S dy|)`
-/// (`u` = 2⁻²⁴ in f32, 2⁻⁵³ in f64), one more `u·|dx_i|` for the 1/τ of the batched form.
+/// Accuracy: the support sum is blocked and compensated like every reduction here;
+/// `|dx_i − exact| <= 2u·|dx_i| + 18u·mean_S |dy|` (`u` = 2⁻²⁴ in f32, 2⁻⁵³ in f64), one more
+/// `u·|dx_i|` for the 1/τ of the batched form.
 ///
 /// # Errors
 ///
@@ -581,7 +582,10 @@ pub(crate) fn hardmax_row<F: Float>(x: &[F], y: &mut [F]) {
 /// with an absolute error bound (MicroMath) gets `ln u` for `u` near 1 wrong by orders of
 /// magnitude, which would bias the sample. The backend evaluates the softmax.
 ///
-/// Accuracy: as [`softmax_with_temperature`] of `fl(fl(x − max) + g)`, with `g` within a few ULP.
+/// Accuracy: as [`softmax_with_temperature`] of the logits `(x − max) + g`, each perturbed by
+/// about `u·(|x − max| + 3(1 + |g|) + |x − max + g|)` (`u` = 2⁻²⁴ in f32: the shift, `g`'s own
+/// few-ULP error, `g/τ` for τ > 1, the sum). For τ > 1 the shift is taken as the other kernels
+/// take it, so rows spanning more than the float range keep their finite quotients.
 ///
 /// # Errors
 ///

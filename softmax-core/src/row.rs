@@ -116,17 +116,25 @@ pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s
         return F::NAN;
     }
     let inv_p = sp.inv_sum();
-    if sp.max().is_finite() && sq.max().is_finite() {
-        let (mp, mq) = (sp.max(), sq.max());
+    let mq = sq.max();
+    // `−w·d_q/2` for a weight `w` and a finite q logit `y` whose shifted value
+    // `d_q = (y − m_q)/τ` overflowed (a row spanning more than the float range): `1/τ` goes on
+    // the weight and the difference is halved, so neither overflows unless the product does.
+    let wide = |w: F, y: F, mq: F| s.scale(w) * (mq * F::HALF - y * F::HALF);
+    if sp.max().is_finite() && mq.is_finite() {
+        let mp = sp.max();
+        // Each term is summed at half scale (`e/2`), so terms near MAX do not overflow before
+        // the normalisation by 1/s_p.
         let terms = sum_pairs(p, q, |x, y| {
             let (hp, lp) = s.shift(x, mp);
             let (hq, lq) = s.shift(y, mq);
             let e = B::exp_shifted(hp, lp);
-            // A finite logit whose shifted value overflowed (a row spanning more than the float
-            // range) is not a zero probability: the difference is then taken at half scale.
-            let (hq2, _) = s.shift(y * F::HALF, mq * F::HALF);
-            let wide = F::TWO * (e * (hp * F::HALF - hq2));
-            let t = select(hq == F::NEG_INFINITY, wide, e * ((hp - hq) + (lp - lq)));
+            let e2 = e * F::HALF;
+            let t = select(
+                hq == F::NEG_INFINITY,
+                e2 * hp + wide(e, y, mq),
+                e2 * ((hp - hq) + (lp - lq)),
+            );
             // p_i > 0 exactly when its logit is not -inf (even if e^d underflows); q_i = 0
             // exactly when its logit is -inf.
             let t = select(y == F::NEG_INFINITY, F::INFINITY, t);
@@ -141,16 +149,26 @@ pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s
         // ln(s_p/s_q) = log1p((s_p − s_q)/s_q), the difference taken on the compensated sums.
         let diff = (sp_hi - sq_hi) + (sp_lo - sq_lo);
         let ln_ratio = kernel::ln_sum::<F, B>(F::ONE, diff / (sq_hi + sq_lo));
-        return terms * inv_p - ln_ratio;
+        return F::TWO * (terms * inv_p) - ln_ratio;
     }
     let (lp_sum, lq_sum) = (sp.ln_sum(), sq.ln_sum());
-    sum_pairs(p, q, |x, y| {
+    let q_finite = sq.max().is_finite();
+    let half = sum_pairs(p, q, |x, y| {
         let lp = sp.log_prob_scaled(s, x, lp_sum);
         let lq = sq.log_prob_scaled(s, y, lq_sum);
         let pr = sp.prob_scaled(s, x, inv_p);
-        let t = select(lq == F::NEG_INFINITY, F::INFINITY, pr * (lp - lq));
+        let pr2 = pr * F::HALF;
+        // log q_i = (y − m_q)/τ − ln s_q overflowed for a finite logit: take it apart.
+        let overflowed = lq == F::NEG_INFINITY && q_finite && y.is_finite();
+        let t = select(
+            overflowed,
+            pr2 * lp + wide(pr, y, mq) + pr2 * lq_sum,
+            pr2 * (lp - lq),
+        );
+        let t = select(lq == F::NEG_INFINITY && !overflowed, F::INFINITY, t);
         select(lp == F::NEG_INFINITY, F::ZERO, t)
-    })
+    });
+    F::TWO * half
 }
 
 /// Compensated `Σ f(p_i, q_i)` over two rows read through loads of equal length.
@@ -388,11 +406,15 @@ pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
 /// one-hot of `argmax(x + g)` itself (the exact Gumbel-max sample, not the one-hot of the
 /// rounded soft output, which can tie at large τ). The noise was validated by the caller.
 ///
-/// The noise is added to the shifted logits `x − max`, not to `x`: `x + g` would round `g` at
-/// the magnitude of `x` (at `x = 1e8` in f32, to a multiple of 8) and bias the sample, and the
-/// result would change when the row is shifted. With `k` entries at `+inf` the limit is taken:
-/// those entries have shifted logit 0, the others `-inf`, so the sample is uniform among them.
-/// A NaN row gives NaN; a row with no allowed entry gives zeros.
+/// The noise is added to the shifted logits, not to `x`: `x + g` would round `g` at the
+/// magnitude of `x` (at `x = 1e8` in f32 to a multiple of 8), biasing the sample, and the result
+/// would change when the row is shifted. For τ <= 1 the logits are `(x − max) + g`, then softmax
+/// at τ (which shifts by their max exactly before dividing; an `x − max` that overflows has an
+/// overflowing quotient too). For τ > 1 they are `(x − max)/τ + g/τ`, the shift taken as every
+/// kernel takes it, so a row spanning more than the float range keeps its finite quotients.
+/// With `k` entries at `+inf` the limit is taken: those entries have shifted logit 0, the others
+/// `-inf`, so the sample is uniform among them. A NaN row gives NaN; a row with no allowed entry
+/// zeros.
 #[inline(never)]
 pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     src: L,
@@ -407,23 +429,23 @@ pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
         return;
     }
     let m = sc.max;
-    let shift = |x: F| {
-        if m.is_finite() {
-            x - m
-        } else {
-            // +inf: the +inf entries share the mass; -inf: nothing is allowed.
-            select(
-                m == F::INFINITY && x == F::INFINITY,
-                F::ZERO,
-                F::NEG_INFINITY,
-            )
-        }
-    };
+    let pre = s.above_one();
     for ((o, x), &u) in y.iter_mut().zip(src.iter()).zip(uniform) {
-        *o = shift(x) + F::gumbel_noise(u);
+        let g = F::gumbel_noise(u);
+        *o = if !m.is_finite() {
+            // +inf: the +inf entries share the mass; -inf: nothing is allowed.
+            select(m == F::INFINITY && x == F::INFINITY, g, F::NEG_INFINITY)
+        } else if pre {
+            let (hi, lo) = s.shift(x, m);
+            select(hi == F::NEG_INFINITY, hi, hi + (s.scale(g) + lo))
+        } else {
+            (x - m) + g
+        };
     }
     if hard {
         hardmax_in_place(y);
+    } else if pre && m.is_finite() {
+        softmax::<F, B, _>(InPlace(y), kernel::Unit);
     } else {
         softmax::<F, B, S>(InPlace(y), s);
     }
