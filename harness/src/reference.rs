@@ -75,22 +75,26 @@ fn ln_sum_exp_shifted(d: &[f64]) -> f64 {
     ((k - 1.0) + rest).ln_1p()
 }
 
+/// The limit distribution of a row with `k` entries at `+inf`: `1/k` each, 0 elsewhere.
+fn pos_inf_limit(z: &[f64], k: usize) -> Vec<f64> {
+    z.iter()
+        .map(|&v| {
+            if v == f64::INFINITY {
+                1.0 / k as f64
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
 /// softmax(x/τ) with a keep-mask.
 pub fn softmax(x: &[f64], tau: f64, keep: Option<&[bool]>) -> Vec<f64> {
     let (d, k) = shifted(x, tau, keep);
     match k {
         RowKind::Nan => vec![f64::NAN; x.len()],
         RowKind::Empty => vec![0.0; x.len()],
-        RowKind::PosInf(k) => d
-            .iter()
-            .map(|&v| {
-                if v == f64::INFINITY {
-                    1.0 / k as f64
-                } else {
-                    0.0
-                }
-            })
-            .collect(),
+        RowKind::PosInf(k) => pos_inf_limit(&d, k),
         RowKind::Finite => {
             let e: Vec<f64> = d.iter().map(|&v| v.exp()).collect();
             let s = sum(e.iter().copied());
@@ -178,18 +182,7 @@ pub fn sparsemax(x: &[f64], tau: f64) -> Vec<f64> {
     match kind(&z) {
         RowKind::Nan => return vec![f64::NAN; x.len()],
         RowKind::Empty => return vec![0.0; x.len()],
-        RowKind::PosInf(k) => {
-            return z
-                .iter()
-                .map(|&v| {
-                    if v == f64::INFINITY {
-                        1.0 / k as f64
-                    } else {
-                        0.0
-                    }
-                })
-                .collect()
-        }
+        RowKind::PosInf(k) => return pos_inf_limit(&z, k),
         RowKind::Finite => {}
     }
     let mut s: Vec<f64> = z.iter().copied().filter(|v| v.is_finite()).collect();

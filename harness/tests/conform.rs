@@ -1316,17 +1316,17 @@ fn edge_rows_special_values() {
     run_edges(&special_edges::<f64>());
 }
 
-/// Finite extremes in f32: ±3.4e38 (and ±MAX), subnormals.
-fn finite_extremes_f32() -> Vec<Edge<f32>> {
-    let big = 3.4e38f32;
-    let b = big as f64;
+/// Rows spanning more than the float range, `[big, −big]` with `big` just below half of MAX's
+/// double (3.4e38 in f32, 1.7e308 in f64): the same expectations for both dtypes.
+fn span_edges<T: Ty>(big: f64) -> Vec<Edge<T>> {
+    let t = T::from_f64;
     vec![
         // The spec's example: log_softmax([3.4e38, -3.4e38]) = [0, -6.8e38] → [0, -inf].
         Edge {
-            case: Case::row(vec![big, -big]).dy(vec![1.0, 0.0]),
+            case: Case::row(vec![t(big), t(-big)]).dy(vec![t(1.0), t(0.0)]),
             softmax: v(&[1.0, 0.0]),
             log_softmax: v(&[0.0, -INF]),
-            logsumexp: E::V(b),
+            logsumexp: E::V(big),
             entropy: E::V(0.0),
             sparsemax: v(&[1.0, 0.0]),
             // p = [1, 0] (e^-6.8e38 is 0 to every precision): dx = 0 for either dy entry.
@@ -1334,6 +1334,51 @@ fn finite_extremes_f32() -> Vec<Edge<f32>> {
             // dy = [1, 0]: dx = dy − p·Σdy = [0, 0].
             log_softmax_vjp: v(&[0.0, 0.0]),
         },
+        // −big + ln 2 rounds back to −big.
+        Edge {
+            case: Case::row(vec![t(-big), t(-big)]).dy(vec![t(0.0); 2]),
+            softmax: v(&[0.5, 0.5]),
+            log_softmax: vec![E::NegLn(2.0), E::NegLn(2.0)],
+            logsumexp: E::V(-big),
+            entropy: E::Ln(2.0),
+            sparsemax: v(&[0.5, 0.5]),
+            softmax_vjp: v(&[0.0; 2]),
+            log_softmax_vjp: v(&[0.0; 2]),
+        },
+        // τ = 2: (x − max)/τ = −big is representable, so log_softmax is finite.
+        Edge {
+            case: Case::row(vec![t(big), t(-big)])
+                .tau(t(2.0))
+                .dy(vec![t(0.0); 2]),
+            softmax: v(&[1.0, 0.0]),
+            log_softmax: v(&[0.0, -big]),
+            logsumexp: E::V(big / 2.0),
+            entropy: E::V(0.0),
+            sparsemax: v(&[1.0, 0.0]),
+            softmax_vjp: v(&[0.0; 2]),
+            log_softmax_vjp: v(&[0.0; 2]),
+        },
+        // τ = 0.5: max/τ = 2·big is beyond the type, so logsumexp is +inf (that infinity).
+        Edge {
+            case: Case::row(vec![t(big), t(-big)])
+                .tau(t(0.5))
+                .dy(vec![t(0.0); 2]),
+            softmax: v(&[1.0, 0.0]),
+            log_softmax: v(&[0.0, -INF]),
+            logsumexp: E::V(INF),
+            entropy: E::V(0.0),
+            sparsemax: v(&[1.0, 0.0]),
+            softmax_vjp: v(&[0.0; 2]),
+            log_softmax_vjp: v(&[0.0; 2]),
+        },
+    ]
+}
+
+/// Finite extremes in f32 beyond [`span_edges`]: ±3.4e38 ties, ±MAX, huge τ, subnormals.
+fn finite_extremes_f32() -> Vec<Edge<f32>> {
+    let big = 3.4e38f32;
+    let b = big as f64;
+    vec![
         Edge {
             case: Case::row(vec![big, big]).dy(vec![1.0, 3.0]),
             softmax: v(&[0.5, 0.5]),
@@ -1354,38 +1399,6 @@ fn finite_extremes_f32() -> Vec<Edge<f32>> {
             sparsemax: v(&[0.5, 0.5, 0.0]),
             softmax_vjp: v(&[0.0; 3]),
             log_softmax_vjp: v(&[0.0; 3]),
-        },
-        Edge {
-            case: Case::row(vec![-big, -big]).dy(vec![0.0; 2]),
-            softmax: v(&[0.5, 0.5]),
-            log_softmax: vec![E::NegLn(2.0), E::NegLn(2.0)],
-            logsumexp: E::V(-b),
-            entropy: E::Ln(2.0),
-            sparsemax: v(&[0.5, 0.5]),
-            softmax_vjp: v(&[0.0; 2]),
-            log_softmax_vjp: v(&[0.0; 2]),
-        },
-        // τ = 2: (x − max)/τ = −3.4e38 is representable, so log_softmax is finite.
-        Edge {
-            case: Case::row(vec![big, -big]).tau(2.0).dy(vec![0.0; 2]),
-            softmax: v(&[1.0, 0.0]),
-            log_softmax: v(&[0.0, -b]),
-            logsumexp: E::V(b / 2.0),
-            entropy: E::V(0.0),
-            sparsemax: v(&[1.0, 0.0]),
-            softmax_vjp: v(&[0.0; 2]),
-            log_softmax_vjp: v(&[0.0; 2]),
-        },
-        // τ = 0.5: max/τ = 6.8e38 is beyond f32, so logsumexp is +inf (that infinity).
-        Edge {
-            case: Case::row(vec![big, -big]).tau(0.5).dy(vec![0.0; 2]),
-            softmax: v(&[1.0, 0.0]),
-            log_softmax: v(&[0.0, -INF]),
-            logsumexp: E::V(INF),
-            entropy: E::V(0.0),
-            sparsemax: v(&[1.0, 0.0]),
-            softmax_vjp: v(&[0.0; 2]),
-            log_softmax_vjp: v(&[0.0; 2]),
         },
         // Huge τ: (3e38 − (−3e38))/3e38 = 2, no overflow on the way.
         Edge {
@@ -1458,20 +1471,9 @@ fn subnormal_temperature_f32() -> Vec<Edge<f32>> {
     ]
 }
 
-/// Finite extremes in f64: ±1.7e308, subnormals.
+/// Finite extremes in f64 beyond [`span_edges`]: ±MAX ties, subnormals.
 fn finite_extremes_f64() -> Vec<Edge<f64>> {
-    let big = 1.7e308f64;
     vec![
-        Edge {
-            case: Case::row(vec![big, -big]).dy(vec![1.0, 0.0]),
-            softmax: v(&[1.0, 0.0]),
-            log_softmax: v(&[0.0, -INF]),
-            logsumexp: E::V(big),
-            entropy: E::V(0.0),
-            sparsemax: v(&[1.0, 0.0]),
-            softmax_vjp: v(&[0.0, 0.0]),
-            log_softmax_vjp: v(&[0.0, 0.0]),
-        },
         Edge {
             case: Case::row(vec![f64::MAX, f64::MAX]).dy(vec![1.0, 3.0]),
             softmax: v(&[0.5, 0.5]),
@@ -1481,26 +1483,6 @@ fn finite_extremes_f64() -> Vec<Edge<f64>> {
             sparsemax: v(&[0.5, 0.5]),
             softmax_vjp: v(&[-0.5, 0.5]),
             log_softmax_vjp: v(&[-1.0, 1.0]),
-        },
-        Edge {
-            case: Case::row(vec![big, -big]).tau(2.0).dy(vec![0.0; 2]),
-            softmax: v(&[1.0, 0.0]),
-            log_softmax: v(&[0.0, -big]),
-            logsumexp: E::V(big / 2.0),
-            entropy: E::V(0.0),
-            sparsemax: v(&[1.0, 0.0]),
-            softmax_vjp: v(&[0.0; 2]),
-            log_softmax_vjp: v(&[0.0; 2]),
-        },
-        Edge {
-            case: Case::row(vec![big, -big]).tau(0.5).dy(vec![0.0; 2]),
-            softmax: v(&[1.0, 0.0]),
-            log_softmax: v(&[0.0, -INF]),
-            logsumexp: E::V(INF),
-            entropy: E::V(0.0),
-            sparsemax: v(&[1.0, 0.0]),
-            softmax_vjp: v(&[0.0; 2]),
-            log_softmax_vjp: v(&[0.0; 2]),
         },
         Edge {
             case: Case::row(vec![5e-324, 0.0, -5e-324]).dy(vec![0.0; 3]),
@@ -1530,6 +1512,8 @@ fn subnormal_temperature_f64() -> Vec<Edge<f64>> {
 
 #[test]
 fn edge_rows_finite_extremes() {
+    run_edges(&span_edges::<f32>(3.4e38));
+    run_edges(&span_edges::<f64>(1.7e308));
     run_edges(&finite_extremes_f32());
     run_edges(&finite_extremes_f64());
 }
