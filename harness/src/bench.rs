@@ -1,87 +1,495 @@
-//! `harness bench`: a quick ratio table of the softmax contenders, all measured in the same run
-//! (round-robin samples, medians), against the scalar libm baseline. Criterion
-//! (`cargo bench -p harness`) gives the careful numbers; this gives the ratio at a glance.
+//! `harness bench`: softmax-core against its peers, side by side, in one run.
+//!
+//! For every op and shape, every contender is sampled round-robin (one sample each per round, so
+//! machine drift hits all alike), single-threaded, and the table shows each one's median time per
+//! value, its spread (interquartile range over the median), its speed relative to onnxruntime
+//! (onnxruntime's time over this one's: above 1 is faster) and its time in units of a memory copy
+//! of the same bytes. The table is also written as JSON to `target/bench/bench.json`.
+//!
+//! Contenders: softmax-core with each backend (at the level the dispatch chose, and forced to the
+//! baseline level when the CPU has a wider one), the same function written plainly with scalar
+//! `libm::expf`, onnxruntime 1.32 through `harness/peers/ort_peer.py` (a Python process driven
+//! over a pipe; its samples are timed inside Python around the calls), candle-nn with the
+//! `candle` feature, and a memory copy and a memory read of the same bytes.
 
+use std::cell::RefCell;
 use std::hint::black_box;
-use std::io::Write;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::rc::Rc;
 use std::time::Instant;
 
-use harness::contenders::{bench_input, SOFTMAX};
+use harness::contenders::{bench_input, Kernel, LOG_SOFTMAX, SOFTMAX};
+use serde_json::json;
+use softmax_core::simd::{self, Level};
 
-/// Which SIMD features this binary was compiled for (the kernels auto-vectorise to these).
-fn features() -> String {
-    let mut f = Vec::new();
-    if cfg!(target_feature = "avx512f") {
-        f.push("avx512f");
+/// The shapes of the issue: rows × values per row.
+const SHAPES: &[(usize, usize)] = &[
+    (1024, 16),
+    (1024, 64),
+    (1024, 256),
+    (256, 4096),
+    (1, 1 << 24),
+];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Softmax,
+    LogSoftmax,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Softmax => "softmax",
+            Op::LogSoftmax => "log_softmax",
+        }
     }
-    if cfg!(target_feature = "avx2") {
-        f.push("avx2");
-    }
-    if cfg!(target_feature = "fma") {
-        f.push("fma (unused: no contraction)");
-    }
-    if cfg!(target_feature = "sse2") {
-        f.push("sse2");
-    }
-    if cfg!(target_feature = "neon") {
-        f.push("neon");
-    }
-    if f.is_empty() {
-        "none".into()
-    } else {
-        f.join(", ")
+    fn onnx(self) -> &'static str {
+        match self {
+            Op::Softmax => "Softmax",
+            Op::LogSoftmax => "LogSoftmax",
+        }
     }
 }
 
-/// Prints the table.
-pub fn run(out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "softmax f32, one row in cache; {} / {}; SIMD: {}",
-        std::env::consts::ARCH,
-        std::env::consts::OS,
-        features()
-    )?;
-    writeln!(
-        out,
-        "(build with RUSTFLAGS=\"-C target-cpu=native\" for the host's full vector width)\n"
-    )?;
-    writeln!(
-        out,
-        "{:>7}  {:<24} {:>12} {:>10} {:>9}",
-        "n", "contender", "time/row", "ns/elem", "speed-up"
-    )?;
-    for n in [64usize, 4096, 65536] {
-        let x = bench_input(n);
-        let mut y = vec![0.0f32; n];
-        // Iterations per sample: about 1 ms of the slowest contender.
-        let reps = (200_000 / n).max(4);
-        let mut samples: Vec<Vec<f64>> = vec![Vec::new(); SOFTMAX.len()];
-        for _ in 0..41 {
-            for (s, &(_, f)) in samples.iter_mut().zip(SOFTMAX) {
-                let t = Instant::now();
-                for _ in 0..reps {
-                    f(black_box(&x), black_box(&mut y));
+/// What a contender is, for the table's grouping.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Ours,
+    Peer,
+    Memory,
+}
+
+/// One contender: runs `reps` repetitions and returns the elapsed seconds.
+struct Contender<'a> {
+    name: String,
+    kind: Kind,
+    run: Box<dyn FnMut(usize) -> io::Result<f64> + 'a>,
+}
+
+/// The onnxruntime peer process.
+struct Ort {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    version: String,
+    overhead_ns: f64,
+}
+
+impl Ort {
+    fn start() -> Result<Ort, String> {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("peers/ort_peer.py");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start python3 {}: {e}", script.display()))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut ort = Ort {
+            child,
+            stdin,
+            stdout,
+            version: String::new(),
+            overhead_ns: f64::NAN,
+        };
+        let hello = ort.ask("hello").map_err(|e| e.to_string())?;
+        let mut w = hello.split_whitespace();
+        ort.version = w.next().unwrap_or("?").to_string();
+        ort.overhead_ns = w.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+        Ok(ort)
+    }
+
+    /// Sends one command, returns the words after `ok`.
+    fn ask(&mut self, cmd: &str) -> io::Result<String> {
+        writeln!(self.stdin, "{cmd}")?;
+        self.stdin.flush()?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line)?;
+        match line.trim_end().strip_prefix("ok") {
+            Some(rest) => Ok(rest.trim().to_string()),
+            None => Err(io::Error::other(format!(
+                "onnxruntime peer: {}",
+                if line.is_empty() {
+                    "exited"
+                } else {
+                    line.trim_end()
                 }
-                s.push(t.elapsed().as_secs_f64() / reps as f64);
-            }
-        }
-        let med: Vec<f64> = samples
-            .iter_mut()
-            .map(|s| {
-                s.sort_by(f64::total_cmp);
-                s[s.len() / 2]
-            })
-            .collect();
-        for (&(name, _), &t) in SOFTMAX.iter().zip(&med) {
-            writeln!(
-                out,
-                "{n:>7}  {name:<24} {:>9.2} µs {:>10.3} {:>8.2}x",
-                t * 1e6,
-                t * 1e9 / n as f64,
-                med[0] / t
-            )?;
+            ))),
         }
     }
+}
+
+impl Drop for Ort {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "quit");
+        let _ = self.stdin.flush();
+        let _ = self.child.wait();
+    }
+}
+
+fn bench_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("bench")
+}
+
+fn write_f32(path: &std::path::Path, v: &[f32]) -> io::Result<()> {
+    let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(path, bytes)
+}
+
+fn read_f32(path: &std::path::Path) -> io::Result<Vec<f32>> {
+    Ok(std::fs::read(path)?
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
+}
+
+/// The CPU's name (Linux), for the header.
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// Median and interquartile range over the median.
+fn stats(v: &mut [f64]) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+    let med = q(0.5);
+    (med, (q(0.75) - q(0.25)) / med)
+}
+
+/// The output buffer every contender writes (they run one at a time).
+type Out = Rc<RefCell<Vec<f32>>>;
+
+/// A Rust kernel as a contender, optionally forced to one dispatch level while it runs.
+fn kernel<'a>(
+    name: String,
+    f: Kernel,
+    x: &'a [f32],
+    out: &Out,
+    n: usize,
+    level: Option<Level>,
+) -> Contender<'a> {
+    let out = Rc::clone(out);
+    Contender {
+        name,
+        kind: Kind::Ours,
+        run: Box::new(move |reps| {
+            let mut y = out.borrow_mut();
+            if let Some(l) = level {
+                simd::set_max_level(l);
+            }
+            let t = Instant::now();
+            for _ in 0..reps {
+                f(black_box(x), black_box(&mut y[..]), n);
+            }
+            let dt = t.elapsed().as_secs_f64();
+            simd::set_max_level(Level::Avx512);
+            Ok(dt)
+        }),
+    }
+}
+
+/// A memory copy of the same bytes (input to output), the bandwidth yardstick.
+fn copy<'a>(x: &'a [f32], out: &Out) -> Contender<'a> {
+    let out = Rc::clone(out);
+    Contender {
+        name: "memory copy (same bytes)".into(),
+        kind: Kind::Memory,
+        run: Box::new(move |reps| {
+            let mut y = out.borrow_mut();
+            let t = Instant::now();
+            for _ in 0..reps {
+                black_box(&mut y[..]).copy_from_slice(black_box(x));
+            }
+            Ok(t.elapsed().as_secs_f64())
+        }),
+    }
+}
+
+/// A memory read of the input (an integer reduction of its bits, which vectorises freely).
+fn read(x: &[f32]) -> Contender<'_> {
+    Contender {
+        name: "memory read (same bytes)".into(),
+        kind: Kind::Memory,
+        run: Box::new(move |reps| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                let s = black_box(x)
+                    .iter()
+                    .fold(0u32, |a, v| a.wrapping_add(v.to_bits()));
+                black_box(s);
+            }
+            Ok(t.elapsed().as_secs_f64())
+        }),
+    }
+}
+
+/// candle-nn's `softmax_last_dim` / `log_softmax` on a CPU tensor (each call allocates its
+/// output: candle has no out-parameter), inside a one-thread rayon pool.
+#[cfg(feature = "candle")]
+fn candle(op: Op, x: &[f32], rows: usize, n: usize) -> Contender<'static> {
+    use candle_core::{Device, Tensor, D};
+    let t = Tensor::from_slice(x, (rows, n), &Device::Cpu).expect("candle tensor");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("one-thread pool");
+    Contender {
+        name: "candle-nn 0.11".into(),
+        kind: Kind::Peer,
+        run: Box::new(move |reps| {
+            pool.install(|| {
+                let start = Instant::now();
+                for _ in 0..reps {
+                    let r = match op {
+                        Op::Softmax => candle_nn::ops::softmax_last_dim(black_box(&t)),
+                        Op::LogSoftmax => candle_nn::ops::log_softmax(black_box(&t), D::Minus1),
+                    };
+                    black_box(r.map_err(io::Error::other)?);
+                }
+                Ok(start.elapsed().as_secs_f64())
+            })
+        }),
+    }
+}
+
+/// One measured row of the table.
+struct Row {
+    name: String,
+    kind: Kind,
+    median: f64,
+    iqr: f64,
+}
+
+/// Prints the table (and writes the JSON). `fast` shortens the run to a smoke test.
+pub fn run(out: &mut impl Write, fast: bool) -> io::Result<()> {
+    let started = Instant::now();
+    let dir = bench_dir();
+    std::fs::create_dir_all(&dir)?;
+    writeln!(
+        out,
+        "softmax-core bench: {} ({} logical CPUs), {} / {}, one thread for every contender",
+        cpu_name(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    )?;
+    writeln!(
+        out,
+        "dispatch: {} (CPU supports {}); built for {}",
+        simd::level().name(),
+        simd::detected().name(),
+        if cfg!(target_feature = "avx512f") {
+            "avx512f (target-cpu)"
+        } else if cfg!(target_feature = "avx2") {
+            "avx2 (target-cpu)"
+        } else {
+            "the target's baseline (no RUSTFLAGS)"
+        }
+    )?;
+    let mut ort = match Ort::start() {
+        Ok(o) => {
+            writeln!(
+                out,
+                "onnxruntime {} (MLAS, 1 thread, IOBinding, output preallocated): per-call overhead {:.2} µs, included in its times",
+                o.version,
+                o.overhead_ns / 1e3
+            )?;
+            Some(o)
+        }
+        Err(e) => {
+            writeln!(
+                out,
+                "onnxruntime: unavailable ({e}); the table shows the rest"
+            )?;
+            None
+        }
+    };
+    if !cfg!(feature = "candle") {
+        writeln!(
+            out,
+            "candle-nn: not built (cargo run --release -p harness --features candle -- bench)"
+        )?;
+    }
+    writeln!(
+        out,
+        "values: ns per value (median of round-robin samples); ±: interquartile range / median;\n\
+         vs ORT: onnxruntime's time / this time (> 1 = faster than onnxruntime); vs copy: this time / memory copy's"
+    )?;
+    let mut results = Vec::new();
+    for op in [Op::Softmax, Op::LogSoftmax] {
+        let kernels = match op {
+            Op::Softmax => SOFTMAX,
+            Op::LogSoftmax => LOG_SOFTMAX,
+        };
+        for &(rows, n) in SHAPES {
+            let len = rows * n;
+            let x = bench_input(len);
+            let y: Out = Rc::new(RefCell::new(vec![0.0f32; len]));
+            let mut cs: Vec<Contender<'_>> = Vec::new();
+            for &(name, f) in kernels {
+                let label = if name == "softmax-core Poly" {
+                    format!("{name} [{}]", simd::level().name())
+                } else {
+                    name.to_string()
+                };
+                cs.push(kernel(label, f, &x, &y, n, None));
+                if name == "softmax-core Poly" && simd::level() > Level::Baseline {
+                    cs.push(kernel(
+                        format!("{name} [baseline forced]"),
+                        f,
+                        &x,
+                        &y,
+                        n,
+                        Some(Level::Baseline),
+                    ));
+                }
+            }
+            let ort_idx = if let Some(o) = ort.as_mut() {
+                let path = dir.join("input.f32");
+                write_f32(&path, &x)?;
+                o.ask(&format!("load {} {rows} {n} {}", op.onnx(), path.display()))?;
+                let idx = cs.len();
+                // The peer is reborrowed by its closure only; `ort` is not used elsewhere until
+                // this shape is done.
+                let peer: &mut Ort = o;
+                cs.push(Contender {
+                    name: format!("onnxruntime {}", peer.version),
+                    kind: Kind::Peer,
+                    run: Box::new(move |reps| {
+                        let s = peer.ask(&format!("run {reps}"))?;
+                        s.parse::<f64>().map_err(io::Error::other)
+                    }),
+                });
+                Some(idx)
+            } else {
+                None
+            };
+            #[cfg(feature = "candle")]
+            cs.push(candle(op, &x, rows, n));
+            let copy_idx = cs.len();
+            cs.push(copy(&x, &y));
+            cs.push(read(&x));
+
+            // Repetitions per sample: about 3 ms of each contender (at least one call).
+            let mut reps = Vec::with_capacity(cs.len());
+            for c in cs.iter_mut() {
+                let t1 = (c.run)(1)?.max(1e-7);
+                reps.push(((3e-3 / t1) as usize).clamp(1, 100_000));
+            }
+            let rounds = if fast {
+                3
+            } else if len >= 1 << 22 {
+                11
+            } else {
+                25
+            };
+            let mut samples = vec![Vec::with_capacity(rounds); cs.len()];
+            for _ in 0..rounds {
+                for ((c, s), &r) in cs.iter_mut().zip(samples.iter_mut()).zip(&reps) {
+                    let t = (c.run)(r)?;
+                    s.push(t * 1e9 / (r * len) as f64);
+                }
+            }
+            let rows_out: Vec<Row> = cs
+                .iter()
+                .zip(samples.iter_mut())
+                .map(|(c, s)| {
+                    let (median, iqr) = stats(s);
+                    Row {
+                        name: c.name.clone(),
+                        kind: c.kind,
+                        median,
+                        iqr,
+                    }
+                })
+                .collect();
+            drop(cs);
+            let t_ort = ort_idx.map(|i| rows_out[i].median);
+            let t_copy = rows_out[copy_idx].median;
+            writeln!(
+                out,
+                "\n{} {rows}×{n} ({len} values)\n  {:<34} {:>9} {:>6} {:>8} {:>8}",
+                op.name(),
+                "contender",
+                "ns/value",
+                "±",
+                "vs ORT",
+                "vs copy"
+            )?;
+            for r in &rows_out {
+                let vs_ort = t_ort.map(|o| o / r.median);
+                writeln!(
+                    out,
+                    "  {:<34} {:>9.3} {:>5.0}% {:>8} {:>7.2}×",
+                    r.name,
+                    r.median,
+                    r.iqr * 100.0,
+                    vs_ort.map_or("-".to_string(), |v| format!("{v:.2}×")),
+                    r.median / t_copy
+                )?;
+                results.push(json!({
+                    "op": op.name(),
+                    "rows": rows,
+                    "n": n,
+                    "contender": r.name,
+                    "kind": match r.kind { Kind::Ours => "ours", Kind::Peer => "peer", Kind::Memory => "memory" },
+                    "ns_per_value": r.median,
+                    "iqr_over_median": r.iqr,
+                    "onnxruntime_time_over_this": vs_ort,
+                    "this_over_copy": r.median / t_copy,
+                }));
+            }
+            // Sanity: onnxruntime computed the same function (largest relative difference).
+            if let Some(o) = ort.as_mut() {
+                let path = dir.join("ort_out.f32");
+                o.ask(&format!("dump {}", path.display()))?;
+                let theirs = read_f32(&path)?;
+                let mut ours = vec![0.0f32; len];
+                kernels[0].1(&x, &mut ours, n);
+                let diff = ours
+                    .iter()
+                    .zip(&theirs)
+                    .map(|(&a, &b)| ((a - b).abs() / a.abs().max(b.abs()).max(1e-30)) as f64)
+                    .fold(0.0, f64::max);
+                writeln!(
+                    out,
+                    "  (onnxruntime's output agrees with softmax-core's to {diff:.1e} relative)"
+                )?;
+            }
+        }
+    }
+    let doc = json!({
+        "cpu": cpu_name(),
+        "arch": std::env::consts::ARCH,
+        "dispatch_level": simd::level().name(),
+        "detected_level": simd::detected().name(),
+        "target_features": if cfg!(target_feature = "avx2") { "native" } else { "default" },
+        "onnxruntime": ort.as_ref().map(|o| json!({"version": o.version, "per_call_overhead_ns": o.overhead_ns})),
+        "results": results,
+    });
+    let path = dir.join("bench.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&doc)?)?;
+    writeln!(
+        out,
+        "\nwritten to {} in {:.0} s",
+        path.display(),
+        started.elapsed().as_secs_f64()
+    )?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release -p harness              # demo: the softmax family on the seeds' examples
 //! cargo run --release -p harness -- conform   # JSON-lines protocol of shared/CONFORMANCE.md
-//! cargo run --release -p harness -- bench     # ratio table against scalar libm
+//! cargo run --release -p harness -- bench     # the peer table (onnxruntime, candle, memory)
 //! ```
 
 mod bench;
@@ -41,7 +41,8 @@ fn main() -> ExitCode {
         }
         Some("bench") => {
             let out = io::stdout();
-            match bench::run(&mut out.lock()) {
+            let fast = args.get(1).is_some_and(|a| a == "--quick");
+            match bench::run(&mut out.lock(), fast) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("harness bench: {e}");
@@ -50,7 +51,7 @@ fn main() -> ExitCode {
             }
         }
         Some("-h" | "--help" | "help") => {
-            println!("usage: harness [demo | conform | bench]");
+            println!("usage: harness [demo | conform | bench [--quick]]");
             ExitCode::SUCCESS
         }
         Some(other) => {

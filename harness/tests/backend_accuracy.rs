@@ -142,6 +142,96 @@ fn poly_exp_shifted_f32_within_one_ulp() {
     assert!(worst < 1.0, "Poly exp_shifted with tail: {worst}");
 }
 
+/// `exp_pow2(x, 0, 60)` (the hot loops' exp) against `e^x·2^60`, over the f32 `x` in
+/// [-105.3, 0] whose result is kept (at least 2^-92); every 61st bit pattern, or every one with
+/// `SOFTMAX_EXHAUSTIVE=1`. Then with tails, as for `exp_shifted`, and its chunk form bit for bit.
+#[test]
+fn poly_exp_pow2_f32_within_one_ulp() {
+    let exhaustive = std::env::var("SOFTMAX_EXHAUSTIVE").is_ok_and(|v| v == "1");
+    let stride = if exhaustive { 1 } else { 61 };
+    let scale = 2f64.powi(60);
+    let (start, end) = (0x8000_0000u64, (-105.3f32).to_bits() as u64);
+    let run = move |lo: u64, hi: u64| {
+        let (mut worst, mut at, mut n) = (0.0f64, 0.0f32, 0u64);
+        let mut b = lo;
+        while b < hi {
+            let x = f32::from_bits(b as u32);
+            b += stride;
+            let want = (x as f64).exp() * scale;
+            let got = <Poly as Backend<f32>>::exp_pow2(x, 0.0, 60);
+            n += 1;
+            let err = ulps_f32(got, want);
+            if err > worst || err.is_nan() {
+                worst = if err.is_nan() { f64::INFINITY } else { err };
+                at = x;
+            }
+        }
+        (worst, at, n)
+    };
+    let mid = start + (end - start) / 2;
+    let h = std::thread::spawn(move || run(start, mid));
+    let a = run(mid, end);
+    let b = h.join().unwrap();
+    let (worst, at) = if a.0 >= b.0 { (a.0, a.1) } else { (b.0, b.1) };
+    println!(
+        "exp_pow2: {} inputs ({}), worst {worst:.4} ULP at {at:e}",
+        a.2 + b.2,
+        if exhaustive { "exhaustive" } else { "strided" }
+    );
+    assert!(worst < 1.0, "Poly exp_pow2 f32: {worst:.4} ULP at {at:e}");
+    // Below the kept range: exactly 0. Every NaN stays NaN, whatever its sign and payload (the
+    // scale must not be added to a NaN's bits).
+    assert_eq!(<Poly as Backend<f32>>::exp_pow2(-106.0, 0.0, 60), 0.0);
+    for bits in [
+        0x7fc0_0000u32,
+        0xffc0_0000,
+        0x7fc0_01ff,
+        0xffff_ffff,
+        0x7f80_0001,
+    ] {
+        let nan = f32::from_bits(bits);
+        assert!(
+            <Poly as Backend<f32>>::exp_pow2(nan, 0.0, 60).is_nan(),
+            "{bits:#x}"
+        );
+        assert!(
+            <Poly as Backend<f32>>::exp_pow2_chunk(&[nan; 16], &[0.0; 16], 60)
+                .iter()
+                .all(|v| v.is_nan())
+        );
+        assert!(<Poly as Backend<f64>>::exp_pow2(nan as f64, 0.0, 60).is_nan());
+    }
+
+    let mut worst = 0.0f64;
+    let mut state = 3u64;
+    let mut chunk_hi = [0.0f32; 16];
+    let mut chunk_lo = [0.0f32; 16];
+    for i in 0..2_000_000usize {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let hi = -((state >> 40) as f32 / (1u64 << 24) as f32) * 105.0;
+        let lo = hi * f32::EPSILON * (((state >> 8) & 0xffff) as f32 / 65536.0 - 0.5);
+        let got = <Poly as Backend<f32>>::exp_pow2(hi, lo, 60);
+        chunk_hi[i % 16] = hi;
+        chunk_lo[i % 16] = lo;
+        if i % 16 == 15 {
+            let c = <Poly as Backend<f32>>::exp_pow2_chunk(&chunk_hi, &chunk_lo, 60);
+            for j in 0..16 {
+                let one = <Poly as Backend<f32>>::exp_pow2(chunk_hi[j], chunk_lo[j], 60);
+                assert_eq!(c[j].to_bits(), one.to_bits(), "chunk form differs");
+            }
+        }
+        let want = (hi as f64 + lo as f64).exp() * scale;
+        if want < 2f64.powi(-92) {
+            continue;
+        }
+        worst = worst.max(ulps_f32(got, want));
+    }
+    println!("exp_pow2 with tails: worst {worst:.4} ULP");
+    assert!(worst < 1.0, "Poly exp_pow2 with tail: {worst}");
+}
+
 #[test]
 fn poly_ln_f32_within_one_ulp() {
     let s = sweep_all(poly_ln, f64::ln, 61);
@@ -299,4 +389,28 @@ fn f64_backends_against_mpmath() {
             cases.len()
         );
     }
+    // exp_pow2(x, 0, 60) = e^x·2^60: the correctly rounded e^x times 2^60 (exact while e^x is
+    // normal), for the x <= 0 whose result is kept.
+    let (mut wp, mut wl, mut n) = (0u64, 0u64, 0);
+    for c in v["exp"].as_array().unwrap() {
+        let (x, want) = (bits(&c[0]), bits(&c[1]));
+        if x > 0.0 || want < f64::MIN_POSITIVE || want * 2f64.powi(60) < 2f64.powi(-1016) {
+            continue;
+        }
+        let want = want * 2f64.powi(60);
+        n += 1;
+        for (got, w) in [
+            (<Poly as Backend<f64>>::exp_pow2(x, 0.0, 60), &mut wp),
+            (<Libm as Backend<f64>>::exp_pow2(x, 0.0, 60), &mut wl),
+        ] {
+            let d = (got.to_bits() as i64 - want.to_bits() as i64).unsigned_abs();
+            assert!(
+                d <= 1,
+                "exp_pow2({x:e}, 0, 60) = {got:e}, want {want:e} ({d} ulp)"
+            );
+            *w = (*w).max(d);
+        }
+    }
+    assert!(n > 1000);
+    println!("f64 exp_pow2: Poly max {wp} ULP, Libm max {wl} ULP over {n} cases");
 }

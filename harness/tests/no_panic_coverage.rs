@@ -225,6 +225,10 @@ fn all_requirements() -> Vec<Required> {
         ("lse.rs", "softmax_core"),
         ("spec.rs", "softmax_core"),
         ("float.rs", "softmax_core"),
+        ("simd.rs", "simd"),
+        ("linalg.rs", "linalg"),
+        ("special.rs", "special"),
+        ("online.rs", "softmax_core"),
     ]
     .iter()
     .map(|(f, m)| (f.to_string(), m.to_string()))

@@ -2,10 +2,12 @@
 //! API cannot happen and these functions return values directly (a zero length is rejected at
 //! compile time). They call the same row kernels as the slice functions.
 
+#![forbid(unsafe_code)]
+
 use crate::backend::Backend;
 use crate::kernel::{Bias, InPlace, Keep, OutOfPlace, Plain, Unit};
 use crate::spec::{check_noise, check_temperature, with_scale};
-use crate::{row, Error, Float};
+use crate::{row, simd, Error, Float};
 
 /// Compile-time guard: a row must have at least one entry.
 struct NonEmpty<const N: usize>;
@@ -25,12 +27,17 @@ impl<const N: usize> NonEmpty<N> {
 pub fn softmax<F: Float, B: Backend<F>, const N: usize>(_backend: B, x: &[F; N]) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut y = [F::ZERO; N];
-    row::softmax::<F, B, _>(
-        OutOfPlace {
-            src: Plain(x),
-            out: &mut y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::softmax::<F, B, _>(
+                OutOfPlace {
+                    src: Plain(x),
+                    out: &mut y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     y
 }
@@ -79,12 +86,17 @@ pub fn softmax_with_temperature<F: Float, B: Backend<F>, const N: usize>(
 pub fn log_softmax<F: Float, B: Backend<F>, const N: usize>(_backend: B, x: &[F; N]) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut y = [F::ZERO; N];
-    row::log_softmax::<F, B, _>(
-        OutOfPlace {
-            src: Plain(x),
-            out: &mut y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::log_softmax::<F, B, _, _>(
+                OutOfPlace {
+                    src: Plain(x),
+                    out: &mut y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     y
 }
@@ -99,7 +111,10 @@ pub fn log_softmax<F: Float, B: Backend<F>, const N: usize>(_backend: B, x: &[F;
 /// ```
 pub fn logsumexp<F: Float, B: Backend<F>, const N: usize>(_backend: B, x: &[F; N]) -> F {
     let () = NonEmpty::<N>::OK;
-    row::logsumexp::<F, B, _, _>(Plain(x), Unit)
+    simd::exec(
+        #[inline(always)]
+        || row::logsumexp::<F, B, _, _>(Plain(x), Unit),
+    )
 }
 
 /// Entropy (nats) of softmax(x/τ) of a fixed-size row. As [`entropy`](crate::entropy).
@@ -139,12 +154,17 @@ pub fn entropy<F: Float, B: Backend<F>, const N: usize>(
 pub fn sparsemax<F: Float, const N: usize>(x: &[F; N]) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut y = [F::ZERO; N];
-    row::sparsemax(
-        OutOfPlace {
-            src: Plain(x),
-            out: &mut y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::sparsemax(
+                OutOfPlace {
+                    src: Plain(x),
+                    out: &mut y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     y
 }
@@ -189,7 +209,10 @@ pub fn hardmax<F: Float, const N: usize>(x: &[F; N]) -> [F; N] {
 pub fn softmax_vjp<F: Float, const N: usize>(y: &[F; N], dy: &[F; N]) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut dx = [F::ZERO; N];
-    row::softmax_vjp(y, dy, &mut dx, F::ONE);
+    simd::exec(
+        #[inline(always)]
+        || row::softmax_vjp(y, dy, &mut dx, F::ONE),
+    );
     dx
 }
 
@@ -211,7 +234,10 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>, const N: usize>(
 ) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut dx = [F::ZERO; N];
-    row::log_softmax_vjp::<F, B>(y, dy, &mut dx, F::ONE);
+    simd::exec(
+        #[inline(always)]
+        || row::log_softmax_vjp::<F, B>(y, dy, &mut dx, F::ONE),
+    );
     dx
 }
 
@@ -227,7 +253,10 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>, const N: usize>(
 /// ```
 pub fn softmax_in_place<F: Float, B: Backend<F>, const N: usize>(_backend: B, xy: &mut [F; N]) {
     let () = NonEmpty::<N>::OK;
-    row::softmax::<F, B, _>(InPlace(xy), Unit);
+    simd::exec(
+        #[inline(always)]
+        || row::softmax::<F, B, _>(InPlace(xy), Unit),
+    );
 }
 
 /// log_softmax of a fixed-size row, overwriting it. As
@@ -243,7 +272,10 @@ pub fn softmax_in_place<F: Float, B: Backend<F>, const N: usize>(_backend: B, xy
 /// ```
 pub fn log_softmax_in_place<F: Float, B: Backend<F>, const N: usize>(_backend: B, xy: &mut [F; N]) {
     let () = NonEmpty::<N>::OK;
-    row::log_softmax::<F, B, _>(InPlace(xy), Unit);
+    simd::exec(
+        #[inline(always)]
+        || row::log_softmax::<F, B, _, _>(InPlace(xy), Unit),
+    );
 }
 
 /// KL(softmax(p) ‖ softmax(q)) from the logits of two fixed-size rows. As
@@ -262,7 +294,10 @@ pub fn kl_divergence<F: Float, B: Backend<F>, const N: usize>(
     q_logits: &[F; N],
 ) -> F {
     let () = NonEmpty::<N>::OK;
-    row::kl::<F, B, _, _>(Plain(p_logits), Plain(q_logits), Unit)
+    simd::exec(
+        #[inline(always)]
+        || row::kl::<F, B, _, _>(Plain(p_logits), Plain(q_logits), Unit),
+    )
 }
 
 /// softmax of a fixed-size row with a boolean keep-mask. As
@@ -282,12 +317,17 @@ pub fn masked_softmax<F: Float, B: Backend<F>, const N: usize>(
 ) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut y = [F::ZERO; N];
-    row::softmax::<F, B, _>(
-        OutOfPlace {
-            src: Keep(x, keep),
-            out: &mut y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::softmax::<F, B, _>(
+                OutOfPlace {
+                    src: Keep(x, keep),
+                    out: &mut y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     y
 }
@@ -309,12 +349,17 @@ pub fn softmax_with_bias<F: Float, B: Backend<F>, const N: usize>(
 ) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut y = [F::ZERO; N];
-    row::softmax::<F, B, _>(
-        OutOfPlace {
-            src: Bias(x, bias),
-            out: &mut y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::softmax::<F, B, _>(
+                OutOfPlace {
+                    src: Bias(x, bias),
+                    out: &mut y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     y
 }
@@ -331,7 +376,10 @@ pub fn softmax_with_bias<F: Float, B: Backend<F>, const N: usize>(
 pub fn sparsemax_vjp<F: Float, const N: usize>(y: &[F; N], dy: &[F; N]) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut dx = [F::ZERO; N];
-    row::sparsemax_vjp(y, dy, &mut dx, F::ONE);
+    simd::exec(
+        #[inline(always)]
+        || row::sparsemax_vjp(y, dy, &mut dx, F::ONE),
+    );
     dx
 }
 
@@ -352,7 +400,10 @@ pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>, const N: usize>(
 ) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut dx = [F::ZERO; N];
-    row::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, &mut dx, F::ONE);
+    simd::exec(
+        #[inline(always)]
+        || row::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, &mut dx, F::ONE),
+    );
     dx
 }
 
@@ -411,7 +462,10 @@ pub fn temperature_for_entropy<F: Float, B: Backend<F>, const N: usize>(
     target: F,
 ) -> Result<F, Error> {
     let () = NonEmpty::<N>::OK;
-    row::temperature_for_entropy::<F, B, _>(Plain(x), target)
+    simd::exec(
+        #[inline(always)]
+        || row::temperature_for_entropy::<F, B, _>(Plain(x), target),
+    )
 }
 
 /// softmax of each row of an `R × N` array.

@@ -1,6 +1,8 @@
 //! The sealed float trait every kernel is generic over, and the error-free transformations the
 //! kernels use to keep shifts and sums exact.
 
+#![forbid(unsafe_code)]
+
 use core::fmt::{Debug, Display};
 use core::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 
@@ -8,23 +10,80 @@ pub(crate) mod private {
     use crate::backend::{Backend, Poly};
 
     /// Seals [`Float`](super::Float); also carries the crate-internal per-type helpers.
-    pub trait Sealed: Sized {
+    pub trait Sealed: Sized + Copy {
         /// Standard Gumbel noise `−ln(−ln u)` from `u` in (0, 1), always with this crate's own
         /// `ln` (<= 1 ULP), whatever backend the caller picked: near `u → 1` the inner
         /// `ln u ≈ u − 1` must be accurate relative to itself, which an approximate `ln` with an
         /// absolute error bound is not (it would bias the sampled distribution).
         fn gumbel_noise(u: Self) -> Self;
+
+        /// 1.5·2^(p−1) (p the significand precision): adding it rounds to an integer and leaves
+        /// that integer in the low significand bits.
+        const MAGIC: Self;
+        /// log2(e), rounded.
+        const LOG2E: Self;
+        /// ln 2 with few enough significant bits that `n·LN2_HI` is exact for every `n` the
+        /// reference-point exp meets (|n| < 512 in f32, < 2^21 in f64).
+        const LN2_HI: Self;
+        /// ln 2 − LN2_HI, rounded.
+        const LN2_LO: Self;
+        /// The binary exponent the reference-point exps give the row maximum: its term is
+        /// `2^TOP·e^δ` with |δ| <= ln2/2, so a sum of up to 2^64 terms cannot overflow.
+        const TOP: i32;
+        /// Terms below `2^TINY` are returned as 0 by [`Backend::exp_pow2`](crate::backend::Backend::exp_pow2):
+        /// relative to a sum of at least `2^(TOP−1)` they lie below half the smallest subnormal
+        /// output, and above it every term is a normal number.
+        const TINY: i32;
+        /// Distance below the maximum beyond which a term is below `2^TINY` (in natural-log
+        /// units, rounded up): the reference point only has to make `x − c` exact within it.
+        const REACH: Self;
+        /// `2^k` for `k` in the normal exponent range (callers guarantee it).
+        fn pow2(k: i32) -> Self;
+        /// `self` rounded to an `i32` (saturating; NaN gives 0).
+        fn to_i32(self) -> i32;
     }
     impl Sealed for f32 {
         #[inline(always)]
         fn gumbel_noise(u: f32) -> f32 {
             -<Poly as Backend<f32>>::ln(-<Poly as Backend<f32>>::ln(u))
         }
+        const MAGIC: f32 = 12_582_912.0;
+        const LOG2E: f32 = core::f32::consts::LOG2_E;
+        /// 15 significant bits (0x3f317200).
+        const LN2_HI: f32 = 0.693_145_75;
+        const LN2_LO: f32 = 1.428_606_8e-6;
+        const TOP: i32 = 60;
+        const TINY: i32 = -92;
+        const REACH: f32 = 106.0;
+        #[inline(always)]
+        fn pow2(k: i32) -> f32 {
+            f32::from_bits(((k + 127) as u32) << 23)
+        }
+        #[inline(always)]
+        fn to_i32(self) -> i32 {
+            self as i32
+        }
     }
     impl Sealed for f64 {
         #[inline(always)]
         fn gumbel_noise(u: f64) -> f64 {
             -<Poly as Backend<f64>>::ln(-<Poly as Backend<f64>>::ln(u))
+        }
+        const MAGIC: f64 = 6_755_399_441_055_744.0;
+        const LOG2E: f64 = core::f64::consts::LOG2_E;
+        /// 32 significant bits (0x3fe62e42fee00000).
+        const LN2_HI: f64 = 0.693_147_180_369_123_8;
+        const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+        const TOP: i32 = 60;
+        const TINY: i32 = -1016;
+        const REACH: f64 = 746.0;
+        #[inline(always)]
+        fn pow2(k: i32) -> f64 {
+            f64::from_bits(((k + 1023) as u64) << 52)
+        }
+        #[inline(always)]
+        fn to_i32(self) -> i32 {
+            self as i32
         }
     }
 }

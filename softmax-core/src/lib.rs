@@ -85,27 +85,34 @@
 //! softmax-core = { version = "0.1", default-features = false } # Poly backend only
 //! ```
 #![no_std]
-#![forbid(unsafe_code)]
+// `unsafe` is confined to the x86_64 part of `simd` (CPUID/XGETBV and calling the
+// `#[target_feature]` copies after detection); every other module forbids it.
+#![deny(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod array;
 pub mod backend;
 mod float;
 mod kernel;
+pub mod linalg;
 mod lse;
+mod online;
 mod ops;
 mod row;
 pub mod rows;
+pub mod simd;
 mod spec;
+pub mod special;
 
 pub use float::Float;
 pub use kernel::LANES;
 pub use lse::LogSumExp;
+pub use online::OnlineSoftmax;
 pub use ops::{
     argmax, entropy, gumbel_softmax, hardmax, kl_divergence, log_softmax, log_softmax_in_place,
     log_softmax_vjp, log_softmax_vjp_from_logits, logsumexp, masked_softmax, softmax,
-    softmax_in_place, softmax_vjp, softmax_with_bias, softmax_with_temperature, sparsemax,
-    sparsemax_vjp, temperature_for_entropy,
+    softmax_in_place, softmax_lse, softmax_lse_in_place, softmax_vjp, softmax_with_bias,
+    softmax_with_temperature, sparsemax, sparsemax_vjp, temperature_for_entropy,
 };
 pub use spec::{Mask, Rows};
 

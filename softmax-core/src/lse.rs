@@ -1,6 +1,8 @@
 //! The online log-sum-exp state: the primitive the softmax family, the losses and attention are
 //! built on.
 
+#![forbid(unsafe_code)]
+
 use core::marker::PhantomData;
 
 use crate::backend::Backend;
@@ -111,7 +113,11 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
 
     /// The state of a whole row read through a load and a temperature mode: one max pass and,
     /// if the max is finite, one exp-sum pass. Out of line: several kernels call it.
-    #[inline(never)]
+    #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+    #[cfg_attr(
+        not(all(target_arch = "x86_64", target_feature = "sse2")),
+        inline(never)
+    )]
     pub(crate) fn of_row<L: Load<F>, S: Scale<F>>(src: L, s: S) -> Self {
         let sc = kernel::scan(src);
         if sc.nan {
@@ -192,7 +198,10 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// ```
     #[inline]
     pub fn push_slice(&mut self, xs: &[F]) {
-        let other = Self::of_row(Plain(xs), Unit);
+        let other = crate::simd::exec(
+            #[inline(always)]
+            || Self::of_row(Plain(xs), Unit),
+        );
         self.merge(&other);
     }
 
@@ -416,6 +425,91 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
         } else {
             self.prob_scaled(Unit, x, self.inv_sum())
         }
+    }
+
+    /// `softmax` of every value of a slice under this normaliser, into `out`: [`prob`](Self::prob)
+    /// value by value, vectorised (the second pass of a chunked softmax or cross-entropy: the
+    /// state was built from the chunks with [`push_slice`](Self::push_slice), this turns each
+    /// chunk into its probabilities).
+    ///
+    /// Accuracy: as [`prob`](Self::prob): each output within 1 ULP of exp, the shift exact, times
+    /// the compensated `1/Σ` (outputs >= 1e-30 within 2e-6 relative in f32).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LengthMismatch`](crate::Error::LengthMismatch) if `out.len() != x.len()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use softmax_core::{LogSumExp, backend::Poly};
+    /// let chunks = [[1.0f32, 2.0], [3.0, 4.0]];
+    /// let mut st = LogSumExp::new(Poly);
+    /// for c in &chunks {
+    ///     st.push_slice(c);
+    /// }
+    /// let mut p = [0.0f32; 2];
+    /// st.probs(&chunks[1], &mut p)?;
+    /// assert!((p[1] - 0.643_914_2).abs() < 1e-6);
+    /// # Ok::<(), softmax_core::Error>(())
+    /// ```
+    pub fn probs(&self, x: &[F], out: &mut [F]) -> Result<(), crate::Error> {
+        crate::spec::check_len(x.len(), out.len())?;
+        let st = *self;
+        crate::simd::exec(
+            #[inline(always)]
+            || {
+                if st.max.is_finite() && !x.iter().any(|&v| v > st.max) {
+                    // The terms carry 2^TOP; fold its inverse into 1/Σ.
+                    let inv = st.inv_sum() * kernel::untop::<F>();
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        *o = kernel::term::<F, B, Unit>(Unit, st.max, v) * inv;
+                    }
+                } else {
+                    for (o, &v) in out.iter_mut().zip(x) {
+                        *o = st.prob(v);
+                    }
+                }
+            },
+        );
+        Ok(())
+    }
+
+    /// `ln softmax` of every value of a slice under this normaliser, into `out`:
+    /// [`log_prob`](Self::log_prob) value by value, vectorised.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LengthMismatch`](crate::Error::LengthMismatch) if `out.len() != x.len()`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use softmax_core::{LogSumExp, backend::Poly};
+    /// let mut st = LogSumExp::new(Poly);
+    /// st.push_slice(&[0.0f64, 0.0]);
+    /// let mut lp = [0.0f64; 2];
+    /// st.log_probs(&[0.0, f64::NEG_INFINITY], &mut lp)?;
+    /// assert_eq!(lp, [-core::f64::consts::LN_2, f64::NEG_INFINITY]);
+    /// # Ok::<(), softmax_core::Error>(())
+    /// ```
+    pub fn log_probs(&self, x: &[F], out: &mut [F]) -> Result<(), crate::Error> {
+        crate::spec::check_len(x.len(), out.len())?;
+        let st = *self;
+        crate::simd::exec(
+            #[inline(always)]
+            || {
+                let l = st.ln_sum();
+                for (o, &v) in out.iter_mut().zip(x) {
+                    *o = if st.max.is_finite() && v > st.max {
+                        st.log_prob(v)
+                    } else {
+                        st.log_prob_scaled(Unit, v, l)
+                    };
+                }
+            },
+        );
+        Ok(())
     }
 
     /// The compensated scaled sum `Σ e^(x − max)` as its two parts.

@@ -1,10 +1,12 @@
 //! Single-row functions over slices. Batched versions with masks and temperature are in
 //! [`rows`](crate::rows); fixed-size array versions in [`array`](crate::array).
 
+#![forbid(unsafe_code)]
+
 use crate::backend::Backend;
 use crate::kernel::{Bias, InPlace, Keep, OutOfPlace, Plain, Unit};
 use crate::spec::{check_len, check_noise, check_row, check_temperature, with_scale};
-use crate::{row, Error, Float};
+use crate::{row, simd, Error, Float};
 
 /// softmax of one row: `y_i = e^(x_i) / Σ_j e^(x_j)`, computed as `e^(x_i − max)` with the shift
 /// exact and the sum compensated.
@@ -32,14 +34,89 @@ use crate::{row, Error, Float};
 pub fn softmax<F: Float, B: Backend<F>>(_backend: B, x: &[F], y: &mut [F]) -> Result<(), Error> {
     check_row(x.len())?;
     check_len(x.len(), y.len())?;
-    row::softmax::<F, B, _>(
-        OutOfPlace {
-            src: Plain(x),
-            out: y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::softmax::<F, B, _>(
+                OutOfPlace {
+                    src: Plain(x),
+                    out: y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     Ok(())
+}
+
+/// softmax of one row into `y`, returning the row's logsumexp: the probabilities and their
+/// normaliser from the same passes (what a cross-entropy needs: its loss is `lse − x_target`, its
+/// gradient `y − target`).
+///
+/// Semantics of `y` as [`softmax`] (the bits may differ from [`softmax`]'s in the last place: the
+/// sum is split differently); the logsumexp as [`logsumexp`]: `-inf` for an all-`-inf` row,
+/// `+inf` with a `+inf` entry, NaN with a NaN.
+///
+/// Accuracy (f32, `Poly`): `y` as [`softmax`]; the logsumexp within 2 ULP + 2⁻²³·|max|, and
+/// `lse − max` to a few units of roundoff relative to itself (also when it is as small as
+/// 1e-30: the maxima are counted apart from the other terms).
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] for an empty `x`; [`Error::LengthMismatch`] if `y.len() != x.len()`.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{softmax_lse, backend::Poly};
+/// let mut y = [0.0f32; 3];
+/// let lse = softmax_lse(Poly, &[1.0, 2.0, 3.0], &mut y)?;
+/// assert!((lse - 3.407_605_9).abs() < 1e-6);
+/// assert!((y[2] - 0.665_240_94).abs() < 1e-7);
+/// // A confidently classified row: the loss lse − x_max keeps its digits.
+/// let lse = softmax_lse(Poly, &[0.0f64, -50.0], &mut [0.0; 2])?;
+/// assert!((lse - (-50.0f64).exp()).abs() < 1e-35);
+/// # Ok::<(), softmax_core::Error>(())
+/// ```
+pub fn softmax_lse<F: Float, B: Backend<F>>(_backend: B, x: &[F], y: &mut [F]) -> Result<F, Error> {
+    check_row(x.len())?;
+    check_len(x.len(), y.len())?;
+    Ok(simd::exec(
+        #[inline(always)]
+        || {
+            row::softmax_lse::<F, B>(OutOfPlace {
+                src: Plain(x),
+                out: y,
+            })
+        },
+    ))
+}
+
+/// [`softmax_lse`] overwriting the row: the row becomes its softmax, the logsumexp is returned.
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] for an empty row.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{softmax_lse_in_place, backend::Poly};
+/// let mut z = [5.0f32, 5.0];
+/// let lse = softmax_lse_in_place(Poly, &mut z)?;
+/// assert_eq!(z, [0.5, 0.5]);
+/// assert_eq!(lse, 5.0 + core::f32::consts::LN_2);
+/// # Ok::<(), softmax_core::Error>(())
+/// ```
+pub fn softmax_lse_in_place<F: Float, B: Backend<F>>(
+    _backend: B,
+    xy: &mut [F],
+) -> Result<F, Error> {
+    check_row(xy.len())?;
+    Ok(simd::exec(
+        #[inline(always)]
+        || row::softmax_lse::<F, B>(InPlace(xy)),
+    ))
 }
 
 /// softmax of one row at temperature τ: `softmax(x/τ)`.
@@ -100,7 +177,10 @@ pub fn softmax_with_temperature<F: Float, B: Backend<F>>(
 /// ```
 pub fn softmax_in_place<F: Float, B: Backend<F>>(_backend: B, xy: &mut [F]) -> Result<(), Error> {
     check_row(xy.len())?;
-    row::softmax::<F, B, _>(InPlace(xy), Unit);
+    simd::exec(
+        #[inline(always)]
+        || row::softmax::<F, B, _>(InPlace(xy), Unit),
+    );
     Ok(())
 }
 
@@ -132,12 +212,17 @@ pub fn log_softmax<F: Float, B: Backend<F>>(
 ) -> Result<(), Error> {
     check_row(x.len())?;
     check_len(x.len(), y.len())?;
-    row::log_softmax::<F, B, _>(
-        OutOfPlace {
-            src: Plain(x),
-            out: y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::log_softmax::<F, B, _, _>(
+                OutOfPlace {
+                    src: Plain(x),
+                    out: y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     Ok(())
 }
@@ -161,7 +246,10 @@ pub fn log_softmax_in_place<F: Float, B: Backend<F>>(
     xy: &mut [F],
 ) -> Result<(), Error> {
     check_row(xy.len())?;
-    row::log_softmax::<F, B, _>(InPlace(xy), Unit);
+    simd::exec(
+        #[inline(always)]
+        || row::log_softmax::<F, B, _, _>(InPlace(xy), Unit),
+    );
     Ok(())
 }
 
@@ -185,7 +273,10 @@ pub fn log_softmax_in_place<F: Float, B: Backend<F>>(
 /// ```
 pub fn logsumexp<F: Float, B: Backend<F>>(_backend: B, x: &[F]) -> Result<F, Error> {
     check_row(x.len())?;
-    Ok(row::logsumexp::<F, B, _, _>(Plain(x), Unit))
+    Ok(simd::exec(
+        #[inline(always)]
+        || row::logsumexp::<F, B, _, _>(Plain(x), Unit),
+    ))
 }
 
 /// Shannon entropy (nats) of `softmax(x/τ)`, straight from the logits:
@@ -253,10 +344,9 @@ pub fn kl_divergence<F: Float, B: Backend<F>>(
 ) -> Result<F, Error> {
     check_row(p_logits.len())?;
     check_len(p_logits.len(), q_logits.len())?;
-    Ok(row::kl::<F, B, _, _>(
-        Plain(p_logits),
-        Plain(q_logits),
-        Unit,
+    Ok(simd::exec(
+        #[inline(always)]
+        || row::kl::<F, B, _, _>(Plain(p_logits), Plain(q_logits), Unit),
     ))
 }
 
@@ -293,7 +383,10 @@ pub fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F]) -> Result<(), Erro
     check_row(y.len())?;
     check_len(y.len(), dy.len())?;
     check_len(y.len(), dx.len())?;
-    row::softmax_vjp(y, dy, dx, F::ONE);
+    simd::exec(
+        #[inline(always)]
+        || row::softmax_vjp(y, dy, dx, F::ONE),
+    );
     Ok(())
 }
 
@@ -333,7 +426,10 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
     check_row(y.len())?;
     check_len(y.len(), dy.len())?;
     check_len(y.len(), dx.len())?;
-    row::log_softmax_vjp::<F, B>(y, dy, dx, F::ONE);
+    simd::exec(
+        #[inline(always)]
+        || row::log_softmax_vjp::<F, B>(y, dy, dx, F::ONE),
+    );
     Ok(())
 }
 
@@ -369,7 +465,10 @@ pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>>(
     check_row(x.len())?;
     check_len(x.len(), dy.len())?;
     check_len(x.len(), dx.len())?;
-    row::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, dx, F::ONE);
+    simd::exec(
+        #[inline(always)]
+        || row::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, dx, F::ONE),
+    );
     Ok(())
 }
 
@@ -401,12 +500,17 @@ pub fn masked_softmax<F: Float, B: Backend<F>>(
     check_row(x.len())?;
     check_len(x.len(), keep.len())?;
     check_len(x.len(), y.len())?;
-    row::softmax::<F, B, _>(
-        OutOfPlace {
-            src: Keep(x, keep),
-            out: y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::softmax::<F, B, _>(
+                OutOfPlace {
+                    src: Keep(x, keep),
+                    out: y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     Ok(())
 }
@@ -439,12 +543,17 @@ pub fn softmax_with_bias<F: Float, B: Backend<F>>(
     check_row(x.len())?;
     check_len(x.len(), bias.len())?;
     check_len(x.len(), y.len())?;
-    row::softmax::<F, B, _>(
-        OutOfPlace {
-            src: Bias(x, bias),
-            out: y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::softmax::<F, B, _>(
+                OutOfPlace {
+                    src: Bias(x, bias),
+                    out: y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     Ok(())
 }
@@ -477,12 +586,17 @@ pub fn softmax_with_bias<F: Float, B: Backend<F>>(
 pub fn sparsemax<F: Float>(x: &[F], y: &mut [F]) -> Result<(), Error> {
     check_row(x.len())?;
     check_len(x.len(), y.len())?;
-    row::sparsemax(
-        OutOfPlace {
-            src: Plain(x),
-            out: y,
+    simd::exec(
+        #[inline(always)]
+        || {
+            row::sparsemax(
+                OutOfPlace {
+                    src: Plain(x),
+                    out: y,
+                },
+                Unit,
+            )
         },
-        Unit,
     );
     Ok(())
 }
@@ -511,7 +625,10 @@ pub fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F]) -> Result<(), Er
     check_row(y.len())?;
     check_len(y.len(), dy.len())?;
     check_len(y.len(), dx.len())?;
-    row::sparsemax_vjp(y, dy, dx, F::ONE);
+    simd::exec(
+        #[inline(always)]
+        || row::sparsemax_vjp(y, dy, dx, F::ONE),
+    );
     Ok(())
 }
 
@@ -660,5 +777,8 @@ pub fn temperature_for_entropy<F: Float, B: Backend<F>>(
     target: F,
 ) -> Result<F, Error> {
     check_row(x.len())?;
-    row::temperature_for_entropy::<F, B, _>(Plain(x), target)
+    simd::exec(
+        #[inline(always)]
+        || row::temperature_for_entropy::<F, B, _>(Plain(x), target),
+    )
 }

@@ -2,11 +2,17 @@
 //! where the output goes. The public functions (single row, batched rows, arrays) are thin
 //! wrappers that validate lengths once and call these.
 //!
-//! Each row function is the unit of code: `#[inline(never)]`, so it is instantiated once per
-//! (element type, backend, mask kind, temperature mode) and shared by every entry point that
-//! uses that combination, while everything below it (the skeleton's loops and the exp) is
-//! inlined into it. A batch calls it once per row. Inlining these instead multiplied code size
-//! by the number of call sites and stacked the frames of all variants of a `rows::` function.
+//! Each row function is the unit of code. On targets with one level of machine code it is
+//! `#[inline(never)]`, so it is instantiated once per (element type, backend, mask kind,
+//! temperature mode) and shared by every entry point that uses that combination, while
+//! everything below it (the skeleton's loops and the exp) is inlined into it; inlining these
+//! instead multiplied code size by the number of call sites and stacked the frames of all
+//! variants of a `rows::` function. On x86_64, which dispatches at run time
+//! ([`simd`](crate::simd)), it is `#[inline(always)]` instead: each entry point runs its whole
+//! batch inside one dispatched closure, and only code inlined into that closure is compiled for
+//! the chosen level.
+
+#![forbid(unsafe_code)]
 
 use crate::backend::Backend;
 use crate::float::{select, two_sum};
@@ -15,7 +21,11 @@ use crate::spec::with_scale;
 use crate::{Error, Float, LogSumExp};
 
 /// softmax: max pass, one exp pass that stores `e^d` and sums it, one scaling pass.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
     let sc = kernel::scan(io.src());
     if !sc.max.is_finite() || sc.nan {
@@ -23,18 +33,60 @@ pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, 
         return;
     }
     let m = sc.max;
-    let (hi, lo) = io.map_sum(
+    // Σ of the terms e^d·2^TOP: its inverse scales them straight to probabilities.
+    let mut sum = kernel::TermSum::new();
+    io.map_sum(
         #[inline(always)]
-        |c| kernel::exp_chunk::<F, B, S>(s, m, c),
+        |c| kernel::term_chunk::<F, B, S, { kernel::EXP_W }>(s, m, c),
+        #[inline(always)]
+        |x| kernel::term::<F, B, S>(s, m, x),
+        #[inline(always)]
+        |block| sum.add(block),
     );
-    let inv = LogSumExp::<F, B>::from_parts(m, hi, lo).inv_sum();
+    let (hi, lo) = sum.finish();
+    let inv = kernel::inv_pair(hi, lo);
     io.update(|y| y * inv);
+}
+
+/// softmax (τ = 1) that also returns the row's logsumexp: the same passes as [`softmax`], with
+/// the maxima counted apart in the sum ([`kernel::SplitSum`]) so the logsumexp keeps the relative
+/// precision of `ln(1 + rest)` when the other terms are tiny (a confidently classified row).
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
+pub(crate) fn softmax_lse<F: Float, B: Backend<F>>(mut io: impl Io<F>) -> F {
+    let sc = kernel::scan(io.src());
+    if !sc.max.is_finite() || sc.nan {
+        fill_limit(io, sc);
+        return select(sc.nan, F::NAN, sc.max);
+    }
+    let m = sc.max;
+    let mut sum = kernel::SplitSum::new();
+    io.map_sum(
+        #[inline(always)]
+        |c| kernel::term_chunk::<F, B, kernel::Unit, { kernel::EXP_W }>(kernel::Unit, m, c),
+        #[inline(always)]
+        |x| kernel::term::<F, B, kernel::Unit>(kernel::Unit, m, x),
+        #[inline(always)]
+        |block| sum.add(block),
+    );
+    let (hi, lo) = sum.finish();
+    let st = LogSumExp::<F, B>::from_parts(m, hi, lo);
+    let inv = st.inv_sum() * kernel::untop::<F>();
+    io.update(|y| y * inv);
+    st.finish()
 }
 
 /// The distribution of a row without a finite maximum, which needs no exp: NaN everywhere if
 /// the row has a NaN, zeros if every entry is `-inf`, else the limit that shares the mass
 /// evenly among the `+inf` entries.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
     let fill = select(sc.nan, F::NAN, F::ZERO);
     if sc.nan || sc.max == F::NEG_INFINITY {
@@ -46,15 +98,47 @@ fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
 }
 
 /// log_softmax: the normaliser (two passes), then `(d − ln Σ) + d_lo` per entry.
-#[inline(never)]
-pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
+///
+/// Out of place, the terms of the normaliser are stored in the output first and summed from
+/// there (the same vectorised pass as softmax's), the maxima counted apart; in place, and for
+/// rows without a finite maximum, [`LogSumExp::of_row`] sums them without storing.
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
+pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>, I: Io<F>>(mut io: I, s: S) {
+    if I::SCRATCH_OUT {
+        let sc = kernel::scan(io.src());
+        if sc.max.is_finite() && !sc.nan {
+            let m = sc.max;
+            let mut sum = kernel::SplitSum::new();
+            io.map_sum(
+                #[inline(always)]
+                |c| kernel::term_chunk::<F, B, S, { kernel::EXP_W }>(s, m, c),
+                #[inline(always)]
+                |x| kernel::term::<F, B, S>(s, m, x),
+                #[inline(always)]
+                |block| sum.add(block),
+            );
+            let (hi, lo) = sum.finish();
+            let st = LogSumExp::<F, B>::from_parts(m, hi, lo);
+            let l = st.ln_sum();
+            io.map(|x| st.log_prob_scaled(s, x, l));
+            return;
+        }
+    }
     let st = LogSumExp::<F, B>::of_row(io.src(), s);
     let l = st.ln_sum();
     io.map(|x| st.log_prob_scaled(s, x, l));
 }
 
 /// logsumexp of the row.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
     let st = LogSumExp::<F, B>::of_row(src, s);
     if st.max().is_finite() {
@@ -66,7 +150,11 @@ pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L
 
 /// Shannon entropy (nats) of softmax(x/τ): `H = ln Σ e^d − (Σ e^d·d)/(Σ e^d)`, i.e.
 /// lse − E_p[x/τ] with both terms shifted by the max so neither cancels (both are >= 0).
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
     let sc = kernel::scan(src);
     if !sc.max.is_finite() || sc.nan {
@@ -96,9 +184,11 @@ pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, 
             [e, k, ed]
         },
     );
-    let (hi, lo) = two_sum(k, e_hi);
-    let st = LogSumExp::<F, B>::from_parts(m, hi, lo + e_lo);
-    st.ln_sum() + (ed_hi + ed_lo) * st.inv_sum()
+    // The terms carry 2^TOP (exact to remove); the maxima were counted apart.
+    let u = kernel::untop::<F>();
+    let (hi, lo) = two_sum(k, e_hi * u);
+    let st = LogSumExp::<F, B>::from_parts(m, hi, lo + e_lo * u);
+    st.ln_sum() + ((ed_hi + ed_lo) * u) * st.inv_sum()
 }
 
 /// KL(softmax(p/τ) ‖ softmax(q/τ)) = Σ p_i (log p_i − log q_i) over p_i > 0.
@@ -108,7 +198,11 @@ pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, 
 /// of the difference of the two compensated sums, so near-identical rows do not suffer the
 /// rounding of `ln s_p` and `ln s_q` at magnitude `ln n`. Rows with `+inf` logits or no allowed
 /// entry use the limit distributions term by term.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s: S) -> F {
     let sp = LogSumExp::<F, B>::of_row(p, s);
     let sq = LogSumExp::<F, B>::of_row(q, s);
@@ -185,7 +279,11 @@ fn sum_pairs<F: Float, L: Load<F>>(p: L, q: L, f: impl Fn(F, F) -> F) -> F {
 
 /// sparsemax: Michelot's fixed point for the threshold (no sort, no scratch), then
 /// `max(d − thr, 0)`.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn sparsemax<F: Float, S: Scale<F>>(mut io: impl Io<F>, s: S) {
     let sc = kernel::scan(io.src());
     if sc.nan || !sc.max.is_finite() {
@@ -280,7 +378,11 @@ pub(crate) fn map2<F: Float>(a: &[F], b: &[F], out: &mut [F], f: impl Fn(F, F) -
 
 /// softmax VJP from the output `y`: `dx = y ⊙ (dy − ⟨y, dy⟩) / τ`. Entries with `y = 0`
 /// (masked, `-inf`, or underflowed) are constants: `dx = 0` and their `dy` is not read.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     let (hi, lo) = sum2_parts(y, dy, |y, g| select(y == F::ZERO, F::ZERO, y * g));
     // `(g − hi) − lo`: when `g` nearly cancels the dot product, `g − hi` is exact and the tail
@@ -292,7 +394,11 @@ pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
 
 /// log_softmax VJP from the output `y`: `dx = (dy − e^y·Σdy) / τ`, with `-inf` entries
 /// (masked or `-inf` logits) constants: `dx = 0` and their `dy` not in the sum.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     let total = sum2(y, dy, |y, g| select(y == F::NEG_INFINITY, F::ZERO, g));
     map2(y, dy, dx, |y, g| {
@@ -305,7 +411,11 @@ pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &m
 /// whose log-probability overflowed to `-inf` (a row spanning more than the float range) and the
 /// finite entries of a row with `+inf` ones (limit distribution): `dx = (dy − p·Σdy)/τ`. A NaN
 /// row gives NaN everywhere.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn log_softmax_vjp_logits<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     src: L,
     s: S,
@@ -347,7 +457,11 @@ pub(crate) fn log_softmax_vjp_logits<F: Float, B: Backend<F>, L: Load<F>, S: Sca
 
 /// sparsemax VJP from the output `y`: on the support `S = {y > 0}`,
 /// `dx = (dy − mean_S dy) / τ`; 0 elsewhere. A NaN row gives NaN.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     if y.iter().any(|v| v.is_nan()) {
         dx.iter_mut().for_each(|d| *d = F::NAN);
@@ -386,7 +500,11 @@ pub(crate) fn argmax_iter<F: Float>(x: impl Iterator<Item = F>) -> Option<usize>
 
 /// Hard max of a row, overwriting it: the one-hot of [`argmax`]; a NaN row gives all NaN, an
 /// all-`-inf` row zeros.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
     let idx = argmax(y);
     let nan = idx.and_then(|i| y.get(i)).is_some_and(|v| v.is_nan());
@@ -415,7 +533,11 @@ pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
 /// With `k` entries at `+inf` the limit is taken: those entries have shifted logit 0, the others
 /// `-inf`, so the sample is uniform among them. A NaN row gives NaN; a row with no allowed entry
 /// zeros.
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     src: L,
     uniform: &[F],
@@ -455,7 +577,11 @@ pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
 /// from 1, then bisect to adjacent floats; the end of the final bracket whose entropy is closer
 /// to `target` is returned. `H` is monotone in τ (`dH/dτ = Var_p(x)/τ³`) and runs from `ln k`
 /// (`k` entries tied at the max) to `ln n` (`n` entries not `-inf`).
-#[inline(never)]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    inline(never)
+)]
 pub(crate) fn temperature_for_entropy<F: Float, B: Backend<F>, L: Load<F>>(
     src: L,
     target: F,

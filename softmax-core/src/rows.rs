@@ -4,12 +4,14 @@
 //!
 //! A batch with zero rows (empty input) is valid and does nothing; `n = 0` is an error.
 
+#![forbid(unsafe_code)]
+
 use crate::backend::Backend;
 use crate::kernel::{InPlace, Load, OutOfPlace};
 use crate::spec::{
     check_len, check_noise, dispatch, rows3, with_scale, RowIter, RowIterMut, RowMask,
 };
-use crate::{row, Error, Float, Mask, Rows};
+use crate::{row, simd, Error, Float, Mask, Rows};
 
 /// softmax over each row of `x` into `y`, with the spec's temperature and mask.
 /// Per-row semantics and accuracy as [`softmax`](crate::softmax) /
@@ -81,7 +83,7 @@ pub fn log_softmax<F: Float, B: Backend<F>>(
     let n = spec.n();
     dispatch!(spec, |masks, s| {
         for ((xr, yr), m) in RowIter::new(x, n).zip(RowIterMut::new(y, n)).zip(masks) {
-            row::log_softmax::<F, B, _>(
+            row::log_softmax::<F, B, _, _>(
                 OutOfPlace {
                     src: m.load(xr),
                     out: yr,
@@ -150,7 +152,7 @@ pub fn log_softmax_in_place<F: Float, B: Backend<F>>(
     let n = spec.n();
     with_scale!(spec.temperature(), |s| {
         for r in RowIterMut::new(xy, n) {
-            row::log_softmax::<F, B, _>(InPlace(r), s);
+            row::log_softmax::<F, B, _, _>(InPlace(r), s);
         }
     });
     Ok(())
@@ -307,10 +309,14 @@ pub fn softmax_vjp<F: Float>(
 ) -> Result<(), Error> {
     check_vjp(y, dy, dx, spec)?;
     let n = spec.n();
-    let rows = rows3(y, dy, dx, n);
-    for ((y, dy), dx) in rows {
-        row::softmax_vjp(y, dy, dx, spec.temperature());
-    }
+    simd::exec(
+        #[inline(always)]
+        || {
+            for ((y, dy), dx) in rows3(y, dy, dx, n) {
+                row::softmax_vjp(y, dy, dx, spec.temperature());
+            }
+        },
+    );
     zero_masked(dx, spec);
     Ok(())
 }
@@ -346,10 +352,14 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
 ) -> Result<(), Error> {
     check_vjp(y, dy, dx, spec)?;
     let n = spec.n();
-    let rows = rows3(y, dy, dx, n);
-    for ((y, dy), dx) in rows {
-        row::log_softmax_vjp::<F, B>(y, dy, dx, spec.temperature());
-    }
+    simd::exec(
+        #[inline(always)]
+        || {
+            for ((y, dy), dx) in rows3(y, dy, dx, n) {
+                row::log_softmax_vjp::<F, B>(y, dy, dx, spec.temperature());
+            }
+        },
+    );
     zero_masked(dx, spec);
     Ok(())
 }
@@ -456,10 +466,14 @@ pub fn sparsemax_vjp<F: Float>(
 ) -> Result<(), Error> {
     check_vjp(y, dy, dx, spec)?;
     let n = spec.n();
-    let rows = rows3(y, dy, dx, n);
-    for ((y, dy), dx) in rows {
-        row::sparsemax_vjp(y, dy, dx, spec.temperature());
-    }
+    simd::exec(
+        #[inline(always)]
+        || {
+            for ((y, dy), dx) in rows3(y, dy, dx, n) {
+                row::sparsemax_vjp(y, dy, dx, spec.temperature());
+            }
+        },
+    );
     zero_masked(dx, spec);
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! Row-batch specification ([`Rows`]), validation at the API boundary, and the dispatch from the
 //! runtime options (mask kind, temperature) to monomorphised row kernels.
 
+#![forbid(unsafe_code)]
+
 use crate::kernel::{Bias, Keep, Load, Plain};
 use crate::{Error, Float};
 
@@ -344,16 +346,23 @@ impl<'m, F: Float> RowMask<F> for BiasRow<'m, F> {
 }
 
 /// Runs `$body` with `$s` bound to the temperature mode for τ (already validated): τ = 1 → no
-/// scaling at all (the fast path), otherwise the exact shift divided by τ.
+/// scaling at all (the fast path), otherwise the exact shift divided by τ. The body runs at the
+/// dispatched machine-code level ([`simd`](crate::simd)).
 macro_rules! with_scale {
     ($tau:expr, |$s:ident| $body:expr) => {{
         let tau = $tau;
         if tau == F::ONE {
             let $s = $crate::kernel::Unit;
-            $body
+            $crate::simd::exec(
+                #[inline(always)]
+                || $body,
+            )
         } else {
             let $s = $crate::kernel::Scaled::new(tau);
-            $body
+            $crate::simd::exec(
+                #[inline(always)]
+                || $body,
+            )
         }
     }};
 }

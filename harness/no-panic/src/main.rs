@@ -21,7 +21,8 @@ use core::panic::PanicInfo;
 use cortex_m_rt::entry;
 use cortex_m_semihosting::debug;
 use softmax_core::backend::{Backend, Libm, MicroMath, Poly};
-use softmax_core::{array, rows, Error, Float, LogSumExp, Rows};
+use softmax_core::simd::Level;
+use softmax_core::{array, linalg, rows, special, Error, Float, LogSumExp, OnlineSoftmax, Rows};
 
 extern "C" {
     /// Defined nowhere: any surviving reference to it fails the link.
@@ -138,12 +139,46 @@ fn with_backend<F: Float, B: Backend<F>>() {
     black_box(s.finish());
     black_box(s.log_prob(black_box(F::TWO)));
     black_box(s.prob(black_box(F::TWO)));
+    used(s.probs(x, y));
+    used(s.log_probs(x, z));
     black_box(s);
+
+    // softmax with its logsumexp.
+    used(softmax_core::softmax_lse(b, x, y));
+    used(softmax_core::softmax_lse_in_place(b, w));
+
+    // The online softmax step of attention.
+    let mut o = OnlineSoftmax::new(b);
+    black_box(o.update(y));
+    let mut o2 = OnlineSoftmax::new(b);
+    black_box(o2.update(z));
+    black_box(o.merge(&black_box(o2)));
+    black_box(o.max());
+    black_box(o.sum());
+    black_box(o.inv_sum());
+    black_box(o.lse());
+
+    // The scalar functions around the skeleton.
+    let v = black_box(F::HALF);
+    black_box(special::log1p(b, v));
+    black_box(special::expm1(b, v));
+    black_box(special::tanh(b, v));
+    black_box(special::softcap(b, v, t));
+    black_box(special::softcap_grad(v, t));
+    black_box(special::sigmoid(b, v));
+    black_box(special::softplus(b, v));
+    black_box(special::log_sigmoid(b, v));
 
     // The backend itself.
     let v = black_box(F::HALF);
     black_box(B::exp(v));
     black_box(B::exp_shifted(-v, black_box(F::ZERO)));
+    black_box(B::exp_pow2(-v, black_box(F::ZERO), black_box(60)));
+    black_box(B::exp_pow2_chunk(
+        &black_box([-v; 16]),
+        &black_box([F::ZERO; 16]),
+        black_box(60),
+    ));
     black_box(B::ln(v));
     black_box(B::NAME);
 }
@@ -193,6 +228,14 @@ fn float_only<F: Float>() {
     used(array::softmax_vjp(&a, &a));
     used(array::sparsemax_vjp(&a, &a));
 
+    // The shared products.
+    let kk: usize = black_box(4);
+    used(linalg::dot(x, q));
+    used(linalg::matmul_nt(x, q, kk, y));
+    used(linalg::matmul_nn(x, q, n, kk, y, black_box(true)));
+    used(linalg::matmul_tn(x, q, n, kk, z, black_box(false)));
+    black_box(softmax_core::simd::dispatch(|| black_box(1u8)));
+
     // The element-type trait.
     let v = black_box(F::HALF);
     black_box(F::from_bits(black_box(v.to_bits())));
@@ -202,6 +245,14 @@ fn float_only<F: Float>() {
     black_box(F::from_usize(black_box(7usize)));
     black_box(F::from_f64(black_box(0.1)));
     black_box(v.to_f64());
+}
+
+/// The dispatch API (a no-op on this target, which has one level of machine code).
+#[inline(never)]
+fn dispatch() {
+    softmax_core::simd::set_max_level(black_box(Level::Avx2));
+    black_box(softmax_core::simd::level().name());
+    black_box(softmax_core::simd::detected());
 }
 
 /// A `fmt::Write` sink that cannot fail or panic: it folds the text into a hash.
@@ -258,6 +309,7 @@ fn main() -> ! {
         float_only::<f32>();
         float_only::<f64>();
         errors();
+        dispatch();
     }
     // The self-test: one (element type, backend) pair, so it links in a fraction of the time of
     // the full probe, plus one certain panic path. It must not link.

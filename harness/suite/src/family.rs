@@ -1119,6 +1119,86 @@ pub(crate) fn backend_exp_shifted<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
     }
 }
 
+/// `exp_pow2` (the hot loops' exp) over the same sweep, at the scale the kernels use and at 0,
+/// its chunk form (which must agree bit for bit), and the special values.
+pub(crate) fn backend_exp_pow2<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
+    ctx.feed(B::NAME);
+    let (lo, _) = exp_range::<F>();
+    let mut chunk_hi = [F::ZERO; 16];
+    let mut chunk_lo = [F::ZERO; 16];
+    let mut k = 0;
+    sweep(ctx, lo, 0.0, |ctx, x: F| {
+        let hi = -x.abs();
+        let tail = hi * F::EPSILON * F::from_f64(ctx.rng.range(-0.5, 0.5));
+        ctx.feed(&B::exp_pow2(hi, tail, 60));
+        ctx.feed(&B::exp_pow2(hi, tail, 0));
+        if let (Some(h), Some(l)) = (chunk_hi.get_mut(k % 16), chunk_lo.get_mut(k % 16)) {
+            (*h, *l) = (hi, tail);
+        }
+        k += 1;
+        if k % 16 == 0 {
+            let e = B::exp_pow2_chunk(&chunk_hi, &chunk_lo, 60);
+            for ((&e, &h), &l) in e.iter().zip(&chunk_hi).zip(&chunk_lo) {
+                ctx.feed(&(e.to_bits() == B::exp_pow2(h, l, 60).to_bits()));
+            }
+            ctx.feed(&e[..]);
+        }
+    });
+    for (hi, tail) in [
+        (F::NEG_INFINITY, F::NAN),
+        (F::NEG_INFINITY, F::ZERO),
+        (F::NAN, F::ZERO),
+        (F::ZERO, F::ZERO),
+        (-F::ZERO, F::ZERO),
+        (F::ZERO, -F::EPSILON * F::HALF),
+        (-F::MAX, F::ZERO),
+    ] {
+        ctx.feed(&B::exp_pow2(hi, tail, 60));
+    }
+}
+
+/// softmax and log_softmax (in place, one buffer) on rows longer than a block of the hot
+/// loops' sums (512 values), so the block folding and the 32-lane sums are compared between the
+/// targets that sum lane-parallel (x86_64) and lane-major (Cortex-M). The buffer is 6.4 KiB in
+/// f32 (rows up to 1600) and 5.6 KiB in f64 (rows up to 700).
+pub(crate) fn long_rows<F: Elem, B: Backend<F>>(ctx: &mut Ctx) {
+    if core::mem::size_of::<F>() == 4 {
+        long_rows_in::<F, B, 1600>(ctx);
+    } else {
+        long_rows_in::<F, B, 700>(ctx);
+    }
+}
+
+fn long_rows_in<F: Elem, B: Backend<F>, const CAP_LONG: usize>(ctx: &mut Ctx) {
+    for (len, dist) in [
+        (513, Dist::Moderate),
+        (700, Dist::Wide),
+        (1100, Dist::SomeNegInf),
+        (1600, Dist::Ties),
+    ] {
+        if len > CAP_LONG {
+            continue;
+        }
+        let mut buf = [F::ZERO; CAP_LONG];
+        let y = &mut buf[..len];
+        let mut seed = ctx.rng;
+        fill(&mut ctx.rng, dist, y);
+        ctx.feed(&own_frame(|| sm::softmax_in_place(B::default(), y)));
+        ctx.feed(&*y);
+        fill(&mut seed, dist, y);
+        ctx.feed(&own_frame(|| sm::log_softmax_in_place(B::default(), y)));
+        ctx.feed(&*y);
+        // Out of place (half the buffer in, half out): log_softmax's stored-terms path, and
+        // logsumexp of the same half.
+        fill(&mut seed, dist, y);
+        let (a, b) = y.split_at_mut(len / 2);
+        let b = &mut b[..a.len()];
+        ctx.feed(&own_frame(|| sm::log_softmax(B::default(), a, b)));
+        ctx.feed(&*b);
+        ctx.feed(&own_frame(|| sm::logsumexp(B::default(), a)));
+    }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Inputs
 // ------------------------------------------------------------------------------------------------

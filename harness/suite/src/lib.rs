@@ -148,6 +148,7 @@ pub const CASES: &[Case] = case_table! {
     per_backend: [
         backend_exp,
         backend_exp_shifted,
+        backend_exp_pow2,
         backend_ln,
         softmax,
         softmax_with_temperature,
@@ -175,6 +176,7 @@ pub const CASES: &[Case] = case_table! {
         rows_gumbel_softmax,
         rows_temperature_for_entropy,
         arrays,
+        long_rows,
     ],
     per_float: [
         inputs,

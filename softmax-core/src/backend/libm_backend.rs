@@ -1,5 +1,7 @@
 //! The `libm` backend: the pure-Rust port of musl's math library.
 
+#![forbid(unsafe_code)]
+
 use super::Backend;
 
 /// Accurate scalar exp/ln from the [`libm`](https://docs.rs/libm) crate (a port of musl).

@@ -1,5 +1,7 @@
 //! The `micromath` backend: small, fast, approximate f32 exp/ln.
 
+#![forbid(unsafe_code)]
+
 use super::Backend;
 use micromath::F32Ext;
 

@@ -1,0 +1,165 @@
+//! The dispatch promise: whichever machine-code level runs a kernel (`softmax_core::simd`), the
+//! result bits are those of the baseline (portable) code.
+//!
+//! Every level this machine supports is forced in turn with `simd::set_max_level`, and the whole
+//! on-target suite (every op × backend × type, the same cases the firmware runs) plus long rows
+//! (many summation blocks, masks, temperatures, both element types) are compared bit for bit
+//! with the baseline level. Levels the CPU lacks are reported as skipped (they cannot run here).
+//!
+//! One test function only: the level cap is global to the process, and the test harness runs the
+//! functions of a file in parallel.
+
+use softmax_core::backend::{Backend, Libm, Poly};
+use softmax_core::simd::{self, Level};
+use softmax_core::{rows, Float, LogSumExp, Rows};
+
+/// Every suite case's digest for a few seeds.
+fn suite_digests() -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for seed in [suite::DEFAULT_SEED, 1, 0x5eed] {
+        suite::run_all_seeded(seed, |name, d| out.push((format!("{seed}/{name}"), d)));
+    }
+    out
+}
+
+/// SplitMix64, for long inputs.
+fn rng(seed: u64) -> impl FnMut() -> f64 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Bits of long-row results of one element type, as `u64`s.
+fn long_rows<F: Float>() -> Vec<u64>
+where
+    Poly: Backend<F>,
+    Libm: Backend<F>,
+{
+    let mut bits = Vec::new();
+    let mut push = |v: &[F]| bits.extend(v.iter().map(|x| x.to_bits().into()));
+    let mut r = rng(7);
+    for &(rows_n, n) in &[
+        (1usize, 40_000usize),
+        (3, 4097),
+        (17, 513),
+        (64, 100),
+        (5, 7),
+    ] {
+        let len = rows_n * n;
+        let x: Vec<F> = (0..len)
+            .map(|i| {
+                let u = r();
+                if i % 97 == 3 {
+                    F::NEG_INFINITY
+                } else {
+                    F::from_f64((u - 0.5) * 60.0)
+                }
+            })
+            .collect();
+        let keep: Vec<bool> = (0..len).map(|i| i % 5 != 1).collect();
+        let bias: Vec<F> = (0..len)
+            .map(|i| F::from_f64((i % 7) as f64 - 3.0))
+            .collect();
+        let dy: Vec<F> = (0..len).map(|_| F::from_f64(r() - 0.5)).collect();
+        let mut y = vec![F::ZERO; len];
+        let mut z = vec![F::ZERO; len];
+        let mut per_row = vec![F::ZERO; rows_n];
+        for tau in [1.0, 0.37, 2.5] {
+            let t = F::from_f64(tau);
+            for spec in [
+                Rows::new(n).with_temperature(t),
+                Rows::new(n).with_temperature(t).with_keep(&keep),
+                Rows::new(n).with_temperature(t).with_bias(&bias),
+            ] {
+                rows::softmax(Poly, &x, &mut y, &spec).unwrap();
+                push(&y);
+                rows::log_softmax(Poly, &x, &mut y, &spec).unwrap();
+                push(&y);
+                rows::logsumexp(Poly, &x, &mut per_row, &spec).unwrap();
+                push(&per_row);
+                rows::entropy(Poly, &x, &mut per_row, &spec).unwrap();
+                push(&per_row);
+                rows::softmax(Libm, &x, &mut y, &spec).unwrap();
+                push(&y);
+                rows::log_softmax_vjp_from_logits(Poly, &x, &dy, &mut z, &spec).unwrap();
+                push(&z);
+            }
+            let mut xy = x.clone();
+            rows::softmax_in_place(Poly, &mut xy, &Rows::new(n).with_temperature(t)).unwrap();
+            push(&xy);
+            let mut xy = x.clone();
+            rows::log_softmax_in_place(Poly, &mut xy, &Rows::new(n).with_temperature(t)).unwrap();
+            push(&xy);
+        }
+        rows::softmax_vjp(&y, &dy, &mut z, &Rows::new(n)).unwrap();
+        push(&z);
+        let mut st = LogSumExp::new(Poly);
+        for c in x.chunks(1000) {
+            st.push_slice(c);
+        }
+        push(&[st.finish()]);
+    }
+    bits
+}
+
+fn everything() -> (Vec<(String, u64)>, Vec<u64>, Vec<u64>) {
+    (suite_digests(), long_rows::<f32>(), long_rows::<f64>())
+}
+
+#[test]
+fn every_level_gives_the_baseline_bits() {
+    let detected = simd::detected();
+    simd::set_max_level(Level::Baseline);
+    assert_eq!(simd::level(), Level::Baseline);
+    let base = everything();
+    let mut tested = vec![Level::Baseline];
+    let mut skipped = Vec::new();
+    for level in [Level::Avx2, Level::Avx512] {
+        if level > detected {
+            skipped.push(level);
+            continue;
+        }
+        simd::set_max_level(level);
+        assert_eq!(simd::level(), level);
+        let got = everything();
+        let differing: Vec<&str> = base
+            .0
+            .iter()
+            .zip(&got.0)
+            .filter(|(a, b)| a != b)
+            .map(|(a, _)| a.0.as_str())
+            .collect();
+        assert!(
+            differing.is_empty(),
+            "level {}: suite cases differ from the baseline: {differing:?}",
+            level.name()
+        );
+        assert!(
+            base.1 == got.1,
+            "level {}: f32 long rows differ",
+            level.name()
+        );
+        assert!(
+            base.2 == got.2,
+            "level {}: f64 long rows differ",
+            level.name()
+        );
+        tested.push(level);
+    }
+    simd::set_max_level(Level::Avx512);
+    println!(
+        "levels compared bit for bit with the baseline: {:?}; not supported by this CPU (skipped): {:?}; \
+         {} suite digests, {} + {} long-row values",
+        tested.iter().map(|l| l.name()).collect::<Vec<_>>(),
+        skipped.iter().map(|l| l.name()).collect::<Vec<_>>(),
+        base.0.len(),
+        base.1.len(),
+        base.2.len()
+    );
+    assert!(tested.len() >= 2 || detected == Level::Baseline);
+}

@@ -1,0 +1,306 @@
+//! The pieces of softmax-core that attention-core and loss-core are built on: the dot / matrix
+//! products (`linalg`), the online softmax step (`OnlineSoftmax`), the chunked second pass of a
+//! softmax (`LogSumExp::probs` / `log_probs`), `softmax_lse`, and the scalar functions of
+//! `special`. Each against an independent f64 computation with its stated bound, or a
+//! mathematical invariant.
+
+use proptest::prelude::*;
+use softmax_core::backend::{Libm, Poly};
+use softmax_core::{linalg, special, LogSumExp, OnlineSoftmax};
+
+const U32: f64 = 1.0 / (1u64 << 24) as f64;
+
+fn naive_dot(a: &[f32], b: &[f32]) -> (f64, f64) {
+    let exact: f64 = a.iter().zip(b).map(|(&x, &y)| x as f64 * y as f64).sum();
+    let mag: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as f64 * y as f64).abs())
+        .sum();
+    (exact, mag)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Every element of A·Bᵀ is the dot product of its rows, bit for bit, and within the stated
+    /// bound of the exact value; A·B and Aᵀ·B agree with naive f64 within theirs.
+    #[test]
+    fn matrix_products_against_f64(
+        m in 1usize..7, n in 1usize..9, k in 1usize..70,
+        seed in any::<u64>(),
+    ) {
+        let mut s = seed;
+        let mut next = || {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        };
+        let a: Vec<f32> = (0..m * k).map(|_| next()).collect();
+        let b: Vec<f32> = (0..n * k).map(|_| next()).collect();
+        let mut c = vec![0.0f32; m * n];
+        linalg::matmul_nt(&a, &b, k, &mut c).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let (ar, br) = (&a[i * k..][..k], &b[j * k..][..k]);
+                let d = linalg::dot(ar, br).unwrap();
+                prop_assert_eq!(c[i * n + j].to_bits(), d.to_bits());
+                let (exact, mag) = naive_dot(ar, br);
+                let bound = ((k as f64 / 16.0).ceil() + 4.0) * U32 * mag;
+                prop_assert!((d as f64 - exact).abs() <= bound, "dot {d} exact {exact} bound {bound}");
+            }
+        }
+        // A (m × k) · B' (k × n) with B' = the k × n matrix in b's buffer.
+        let mut c = vec![1.0f32; m * n];
+        linalg::matmul_nn(&a, &b, k, n, &mut c, true).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let terms: Vec<f64> = (0..k).map(|l| a[i * k + l] as f64 * b[l * n + j] as f64).collect();
+                let exact = 1.0 + terms.iter().sum::<f64>();
+                let bound = k as f64 * U32 * (1.0 + terms.iter().map(|t| t.abs()).sum::<f64>());
+                prop_assert!((c[i * n + j] as f64 - exact).abs() <= bound);
+            }
+        }
+        // Aᵀ·B with A = k rows of m, B = k rows of n.
+        let at: Vec<f32> = (0..k * m).map(|_| next()).collect();
+        let bt: Vec<f32> = (0..k * n).map(|_| next()).collect();
+        let mut c = vec![0.0f32; m * n];
+        linalg::matmul_tn(&at, &bt, m, n, &mut c, false).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let terms: Vec<f64> = (0..k).map(|l| at[l * m + i] as f64 * bt[l * n + j] as f64).collect();
+                let exact: f64 = terms.iter().sum();
+                let bound = k as f64 * U32 * terms.iter().map(|t| t.abs()).sum::<f64>();
+                prop_assert!((c[i * n + j] as f64 - exact).abs() <= bound);
+            }
+        }
+    }
+
+    /// Folding blocks through OnlineSoftmax (any block sizes, any merge of two halves) gives the
+    /// softmax of the whole row: the weights times 1/sum equal softmax within 2e-6 relative,
+    /// and the lse within 4 units of roundoff of 1 + |lse|.
+    #[test]
+    fn online_softmax_equals_softmax(
+        x in prop::collection::vec(-30.0f32..30.0, 1..300),
+        cut in 1usize..64, split in 0.0f64..1.0,
+    ) {
+        let mut full = vec![0.0f32; x.len()];
+        softmax_core::softmax(Poly, &x, &mut full).unwrap();
+        let lse = softmax_core::logsumexp(Poly, &x).unwrap();
+        // Sequential blocks.
+        let mut st = OnlineSoftmax::new(Poly);
+        let mut w = x.clone();
+        let mut scale = vec![1.0f32; x.len()];
+        let mut done = 0;
+        for blk in w.chunks_mut(cut) {
+            let a = st.update(blk);
+            for s in &mut scale[..done] { *s *= a; }
+            done += blk.len();
+        }
+        let inv = st.inv_sum();
+        for i in 0..x.len() {
+            let p = w[i] * scale[i] * inv;
+            let want = full[i] as f64;
+            prop_assert!((p as f64 - want).abs() <= 2e-6 * want + 1e-30, "i {i}: {p} vs {want}");
+        }
+        prop_assert!(((st.lse() - lse) as f64).abs() <= 4.0 * U32 * (1.0 + lse.abs() as f64));
+        // Two halves, merged.
+        let h = ((x.len() as f64 * split) as usize).min(x.len());
+        let (mut a, mut b) = (OnlineSoftmax::new(Poly), OnlineSoftmax::new(Poly));
+        a.update(&mut x[..h].to_vec());
+        b.update(&mut x[h..].to_vec());
+        a.merge(&b);
+        prop_assert!(((a.lse() - lse) as f64).abs() <= 4.0 * U32 * (1.0 + lse.abs() as f64));
+    }
+
+    /// The chunked second pass: `probs` and `log_probs` of a state are `prob` / `log_prob`
+    /// value by value, bit for bit; `softmax_lse` gives softmax within a few ULP and the
+    /// logsumexp.
+    #[test]
+    fn chunked_second_pass_and_softmax_lse(x in prop::collection::vec(-50.0f32..50.0, 1..700)) {
+        let mut st = LogSumExp::new(Poly);
+        for c in x.chunks(77) { st.push_slice(c); }
+        let mut p = vec![0.0f32; x.len()];
+        let mut lp = vec![0.0f32; x.len()];
+        st.probs(&x, &mut p).unwrap();
+        st.log_probs(&x, &mut lp).unwrap();
+        for i in 0..x.len() {
+            prop_assert_eq!(lp[i].to_bits(), st.log_prob(x[i]).to_bits());
+            // prob() rounds a subnormal e^d before scaling, probs() after: a few subnormal ulps
+            // apart at most.
+            let want = st.prob(x[i]) as f64;
+            let tiny = 4.0 * f32::from_bits(1) as f64;
+            prop_assert!((p[i] as f64 - want).abs() <= 4.0 * U32 * want + tiny, "{} vs {}", p[i], want);
+        }
+        let mut y = vec![0.0f32; x.len()];
+        let lse = softmax_core::softmax_lse(Poly, &x, &mut y).unwrap();
+        let mut y2 = vec![0.0f32; x.len()];
+        softmax_core::softmax(Poly, &x, &mut y2).unwrap();
+        for i in 0..x.len() {
+            let tiny = 4.0 * f32::from_bits(1) as f64;
+            prop_assert!(((y[i] - y2[i]) as f64).abs() <= 4.0 * U32 * y2[i] as f64 + tiny);
+        }
+        let l2 = softmax_core::logsumexp(Poly, &x).unwrap();
+        prop_assert!(((lse - l2) as f64).abs() <= 4.0 * U32 * (1.0 + l2.abs() as f64));
+    }
+}
+
+#[test]
+fn online_softmax_special_values() {
+    let mut st = OnlineSoftmax::new(Poly);
+    let mut b = [f32::NEG_INFINITY; 3];
+    assert_eq!(st.update(&mut b), 1.0);
+    assert_eq!(b, [0.0; 3]);
+    assert_eq!(st.lse(), f32::NEG_INFINITY);
+    assert_eq!(st.inv_sum(), 0.0);
+    let mut b = [1.0f32, f32::INFINITY, f32::INFINITY];
+    assert_eq!(st.update(&mut b), 0.0);
+    assert_eq!(b, [0.0, 1.0, 1.0]);
+    assert_eq!(st.sum(), 2.0);
+    assert_eq!(st.lse(), f32::INFINITY);
+    let mut b = [f32::NAN];
+    assert!(st.update(&mut b).is_nan());
+    assert!(st.lse().is_nan());
+}
+
+/// Peaked rows: `softmax_lse` keeps `lse − max` to full relative precision.
+#[test]
+fn softmax_lse_of_a_confident_row() {
+    for gap in [20.0f64, 50.0, 80.0] {
+        let x = [3.0f32, 3.0 - gap as f32, -1000.0];
+        let lse = softmax_core::softmax_lse(Poly, &x, &mut [0.0; 3]).unwrap();
+        let want = (-gap).exp().ln_1p();
+        let got = lse as f64 - 3.0;
+        // lse itself is rounded at the magnitude of 3: compare what is representable.
+        assert!(
+            (lse as f64 - (3.0 + want)).abs() <= 2.0 * U32 * 3.0,
+            "gap {gap}: {got:e} vs {want:e}"
+        );
+        let x = [0.0f64, -gap, -1000.0];
+        let lse = softmax_core::softmax_lse(Poly, &x, &mut [0.0; 3]).unwrap();
+        assert!(
+            (lse - want).abs() <= 4.0 * f64::EPSILON * want,
+            "gap {gap}: {lse:e} vs {want:e}"
+        );
+    }
+}
+
+/// ULP distance of an f32 from an f64 value (at the f32 grid of the value).
+fn ulps(got: f32, want: f64) -> f64 {
+    if got as f64 == want {
+        return 0.0;
+    }
+    let w = want as f32;
+    let ulp = (f32::from_bits(w.abs().to_bits() + 1) - w.abs()) as f64;
+    (got as f64 - want).abs() / ulp.max(f32::from_bits(1) as f64)
+}
+
+/// `special`: every function against f64's own (std) implementation on a dense sweep of f32
+/// arguments, within the stated ULP counts, for both accurate backends; and the f64 versions
+/// against the same within a few f64 ULP on a strided sweep.
+#[test]
+fn special_functions_against_f64() {
+    type F1 = fn(f64) -> f64;
+    type F32 = fn(f32) -> f32;
+    type Case = (&'static str, F32, F32, F1, f64);
+    let sweep: Vec<f32> = (0..200_001)
+        .map(|i| {
+            let t = (i as f64 / 200_000.0) * 2.0 - 1.0;
+            (t.signum() * t.abs().powi(3) * 120.0) as f32
+        })
+        .collect();
+    let sig = |z: f64| 1.0 / (1.0 + (-z).exp());
+    let sp = |z: f64| z.max(0.0) + (-z.abs()).exp().ln_1p();
+    let cases: [Case; 7] = [
+        (
+            "log1p",
+            |t| special::log1p(Poly, t.abs()),
+            |t| special::log1p(Libm, t.abs()),
+            |t: f64| t.abs().ln_1p(),
+            3.0,
+        ),
+        (
+            "expm1",
+            |t| special::expm1(Poly, t.min(80.0)),
+            |t| special::expm1(Libm, t.min(80.0)),
+            |t: f64| t.min(80.0).exp_m1(),
+            3.0,
+        ),
+        (
+            "tanh",
+            |t| special::tanh(Poly, t),
+            |t| special::tanh(Libm, t),
+            f64::tanh,
+            4.0,
+        ),
+        (
+            "softcap",
+            |t| special::softcap(Poly, t, 30.0),
+            |t| special::softcap(Libm, t, 30.0),
+            |t: f64| 30.0 * (t / 30.0).tanh(),
+            4.0,
+        ),
+        (
+            "sigmoid",
+            |t| special::sigmoid(Poly, t),
+            |t| special::sigmoid(Libm, t),
+            sig,
+            3.0,
+        ),
+        (
+            "softplus",
+            |t| special::softplus(Poly, t),
+            |t| special::softplus(Libm, t),
+            sp,
+            3.0,
+        ),
+        (
+            "log_sigmoid",
+            |t| special::log_sigmoid(Poly, t),
+            |t| special::log_sigmoid(Libm, t),
+            |z: f64| -(z.max(0.0) - z + (-z.abs()).exp().ln_1p()),
+            3.0,
+        ),
+    ];
+    for (name, poly, libm, reference, bound) in cases {
+        let mut worst = [0.0f64; 2];
+        for &t in &sweep {
+            let want = reference(t as f64);
+            if !want.is_finite() || want.abs() > f32::MAX as f64 {
+                continue;
+            }
+            for (w, f) in worst.iter_mut().zip([poly, libm]) {
+                let e = ulps(f(t), want);
+                *w = w.max(e);
+            }
+        }
+        println!("{name}: Poly {:.2} ULP, Libm {:.2} ULP", worst[0], worst[1]);
+        assert!(
+            worst[0] <= bound && worst[1] <= bound,
+            "{name}: {worst:?} > {bound}"
+        );
+    }
+    // Special values.
+    assert_eq!(special::tanh(Poly, f32::INFINITY), 1.0);
+    assert_eq!(special::tanh(Poly, f32::NEG_INFINITY), -1.0);
+    assert!(special::tanh(Poly, f32::NAN).is_nan());
+    assert_eq!(special::softcap(Poly, f32::NEG_INFINITY, 5.0), -5.0);
+    assert_eq!(special::log1p(Poly, -1.0f64), f64::NEG_INFINITY);
+    assert_eq!(special::sigmoid(Poly, f64::NEG_INFINITY), 0.0);
+    assert_eq!(special::softplus(Poly, f32::INFINITY), f32::INFINITY);
+    // f64: against std within a few ulp.
+    let mut worst = 0.0f64;
+    for i in 0..20_001 {
+        let z = (i as f64 / 20_000.0 - 0.5) * 80.0;
+        for (got, want) in [
+            (special::tanh(Poly, z), z.tanh()),
+            (special::softplus(Poly, z), sp(z)),
+            (special::sigmoid(Poly, z), sig(z)),
+        ] {
+            if want != 0.0 {
+                worst = worst.max(((got - want) / want).abs() / f64::EPSILON);
+            }
+        }
+    }
+    println!("f64 tanh/softplus/sigmoid: {worst:.2} eps relative");
+    assert!(worst <= 8.0);
+}
