@@ -1094,6 +1094,12 @@ def main():
     total += write("gumbel_softmax.json", "softmax((x + g)/tau), g = -ln(-ln u); hard = one-hot", build_gumbel())
     total += write("temperature_for_entropy.json", "tau with H(softmax(x/tau)) = target", build_temperature_for_entropy())
     total += write("errors.json", "structural errors (expected Error variant)", build_errors())
+    # The crates built on softmax-core add their files from modules of their own next to this
+    # one (each a `build(write) -> int` over the same encoding helpers).
+    for extra in ("gen_loss", "gen_attention"):
+        if os.path.exists(os.path.join(HERE, extra + ".py")):
+            sys.path.insert(0, HERE)
+            total += __import__(extra).build(write)
     print(f"total {total} bytes")
     for k in sorted(CHECK):
         print(f"reference check {k}: worst {CHECK[k]:.3g} of its allowance")

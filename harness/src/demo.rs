@@ -284,9 +284,11 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
         fmt_row(&dx),
         fmt_num(dx.iter().sum::<f32>() as f64)
     )?;
+    crate::demo_loss::run(out)?;
+    crate::demo_attention::run(out)?;
     writeln!(
         out,
-        "\nMore: `harness conform` (JSON-lines protocol), `harness bench` (speed vs scalar libm)."
+        "\nMore: `harness conform` (JSON-lines protocol), `harness bench` (speed against onnxruntime, candle and memory)."
     )?;
     Ok(())
 }

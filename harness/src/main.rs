@@ -9,6 +9,8 @@
 mod bench;
 mod conform;
 mod demo;
+mod demo_attention;
+mod demo_loss;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

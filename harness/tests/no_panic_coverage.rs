@@ -33,6 +33,48 @@ fn probe_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("no-panic/src/main.rs")
 }
 
+/// The probe's code: `main.rs` and every other file of `harness/no-panic/src` (one per crate).
+fn probe_code() -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("no-panic/src");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("harness/no-panic/src")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).expect("probe source"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The crates built on softmax-core whose public functions the probe must call too: (directory,
+/// crate identifier). Their free functions are required as a qualified call `::name(` (the
+/// probe calls them through the crate's paths), methods as `.name(`, associated functions as
+/// `Type::name(`.
+const DEPENDENT_CRATES: &[(&str, &str)] = &[
+    ("loss-core", "loss_core"),
+    ("attention-core", "attention_core"),
+];
+
+/// Every `.rs` file under `dir`, recursively, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(rust_files(&p));
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Source text without `//` comments (doc comments included), so a call mentioned only in a
 /// comment does not count and commented-out items are not extracted. String literals in these
 /// files never contain `//`.
@@ -258,6 +300,18 @@ fn all_requirements() -> Vec<Required> {
             });
         }
     }
+    // The crates built on softmax-core: every public function of every file.
+    for (dir, _krate) in DEPENDENT_CRATES {
+        let root = src.join("../..").join(dir).join("src");
+        for path in rust_files(&root) {
+            let rel = path
+                .strip_prefix(&root)
+                .unwrap_or(&path)
+                .display()
+                .to_string();
+            out.extend(requirements(&format!("{dir}/{rel}"), &read(&path), ""));
+        }
+    }
     out.sort();
     out.dedup_by(|a, b| a.pattern == b.pattern);
     out
@@ -275,12 +329,13 @@ fn missing(required: &[Required], probe: &str) -> Vec<Required> {
 #[test]
 fn no_panic_probe_calls_every_public_function() {
     let required = all_requirements();
-    let probe = std::fs::read_to_string(probe_src()).expect("harness/no-panic/src/main.rs");
+    let probe = probe_code();
     let gaps = missing(&required, &probe);
     assert!(
         gaps.is_empty(),
-        "harness/no-panic/src/main.rs does not call these public items of softmax-core, so their \
-         panic freedom is unproven (add the calls, then run harness/no-panic/check.sh):\n{}",
+        "harness/no-panic/src does not call these public items of softmax-core, loss-core or \
+         attention-core, so their panic freedom is unproven (add the calls, then run \
+         harness/no-panic/check.sh):\n{}",
         gaps.iter()
             .map(|r| format!("  {:40} (from {})", r.pattern, r.origin))
             .collect::<Vec<_>>()
@@ -347,7 +402,7 @@ fn extraction_finds_the_known_surface() {
 #[test]
 fn coverage_check_can_fail() {
     let required = all_requirements();
-    let probe = std::fs::read_to_string(probe_src()).expect("harness/no-panic/src/main.rs");
+    let probe = probe_code();
     assert!(missing(&required, &probe).is_empty());
 
     let without = probe.replace("rows::kl_divergence(", "rows::kl_divergence_gone(");

@@ -14,6 +14,9 @@
 // The self-test build (`deliberate-panic`) uses only part of the probe.
 #![cfg_attr(feature = "deliberate-panic", allow(dead_code, unused_imports))]
 
+mod attention;
+mod loss;
+
 use core::fmt::{self, Write};
 use core::hint::black_box;
 use core::panic::PanicInfo;
@@ -310,6 +313,8 @@ fn main() -> ! {
         float_only::<f64>();
         errors();
         dispatch();
+        loss::probe();
+        attention::probe();
     }
     // The self-test: one (element type, backend) pair, so it links in a fraction of the time of
     // the full probe, plus one certain panic path. It must not link.

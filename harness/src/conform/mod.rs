@@ -49,6 +49,8 @@
 //!   1e-5 <= |v| < 1e16 with `.0` on integral values (so `-0.0` keeps its sign in every JSON
 //!   parser), exponent notation otherwise; `"nan"`, `"inf"`, `"-inf"` as strings.
 
+mod attention;
+mod loss;
 mod request;
 mod softmax;
 mod wire;
@@ -60,8 +62,8 @@ use serde_json::{Map, Value};
 
 use request::Request;
 
-/// The protocol's error kinds that the ops implemented so far can produce. (`target_out_of_range`,
-/// `no_targets`, `cache_full` join with the ops that raise them.)
+/// The protocol's error kinds.
+#[allow(dead_code)] // Until every op that raises each kind has landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// Not UTF-8, not JSON, or not an object.
@@ -74,6 +76,12 @@ pub(crate) enum Kind {
     InvalidParam,
     /// A dtype other than f32/f64, or f64 for an op without it.
     UnsupportedDtype,
+    /// A class index outside [0, C) that is not `ignore_index`.
+    TargetOutOfRange,
+    /// A `"mean"` over zero total weight.
+    NoTargets,
+    /// The KV cache would need more than `capacity` tokens.
+    CacheFull,
 }
 
 impl Kind {
@@ -84,6 +92,9 @@ impl Kind {
             Kind::Shape => "shape",
             Kind::InvalidParam => "invalid_param",
             Kind::UnsupportedDtype => "unsupported_dtype",
+            Kind::TargetOutOfRange => "target_out_of_range",
+            Kind::NoTargets => "no_targets",
+            Kind::CacheFull => "cache_full",
         }
     }
 }
@@ -96,7 +107,7 @@ pub(crate) struct Failure {
 }
 
 impl Failure {
-    fn new(kind: Kind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: Kind, message: impl Into<String>) -> Self {
         Failure {
             kind,
             message: message.into(),
@@ -147,8 +158,11 @@ pub(crate) struct Op {
 /// Fields every op accepts.
 const COMMON_FIELDS: &[&str] = &["id", "op", "dtype"];
 
-/// Every op the protocol answers. An op of CONFORMANCE.md missing here (the losses and
-/// attention, so far) answers `unknown_op`.
+/// The op tables: the softmax family here, the losses in `loss`, attention in `attention`. An op
+/// of CONFORMANCE.md in none of them answers `unknown_op`.
+const TABLES: &[&[Op]] = &[OPS, loss::OPS, attention::OPS];
+
+/// The softmax family's ops.
 const OPS: &[Op] = &[
     Op {
         name: "softmax",
@@ -303,7 +317,11 @@ fn respond(
         }
         None => return Err(Failure::invalid_param("missing required field `op`")),
     };
-    let Some(op) = OPS.iter().find(|op| op.name == name) else {
+    let Some(op) = TABLES
+        .iter()
+        .flat_map(|t| t.iter())
+        .find(|op| op.name == name)
+    else {
         return Err(Failure::new(
             Kind::UnknownOp,
             format!("unknown op {}", Value::String(name.clone())),

@@ -49,9 +49,11 @@
 #[cfg(test)]
 extern crate std;
 
+mod attention;
 mod digest;
 mod family;
 mod gen;
+mod loss;
 mod rng;
 
 pub use digest::{Digest, Feed};
@@ -187,8 +189,11 @@ pub const CASES: &[Case] = case_table! {
         rows_sparsemax_vjp,
         rows_argmax_hardmax,
     ],
-    // Later crates: one `"crate/kernel" => module::function,` line each.
-    single: [],
+    // The crates built on softmax-core: one `"crate/kernel" => module::function,` line each.
+    single: [
+        // loss-core (harness/suite/src/loss.rs):
+        // attention-core (harness/suite/src/attention.rs):
+    ],
 };
 
 /// Runs one case from a fresh [`Ctx`] seeded with `seed`; returns its digest.
