@@ -11,6 +11,8 @@ alike):
     hello                      -> ok <onnxruntime version> <per-call overhead, ns>
     load <op> <rows> <n> <f>   -> ok            (op: Softmax | LogSoftmax; f: raw little-endian
                                                  float32 input, rows*n values)
+    loadjson <json>            -> ok            (one line of JSON: {"kind": "sce" | "attention",
+                                                 ...}; see `build_json` below)
     run <reps>                 -> ok <seconds>  (reps calls of the loaded model, timed here)
     dump <f>                   -> ok            (writes the last output as raw float32)
     quit
@@ -67,24 +69,95 @@ def session(op, rows, n):
     # onnxruntime rejects the IR version onnx 1.23 writes by default.
     model.ir_version = 10
     onnx.checker.check_model(model)
+    return ort.InferenceSession(model.SerializeToString(), options(), providers=["CPUExecutionProvider"])
+
+
+def options():
+    import onnxruntime as ort
+
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return so
+
+
+def build_json(spec):
+    """A one-node model from a JSON spec, its named inputs (numpy arrays) and output shape.
+
+    {"kind": "sce", "n": N, "c": C, "x": path, "t": path}: SoftmaxCrossEntropyLoss (opset 13,
+        reduction mean) of float32 scores [N, C] and int64 labels [N] (the file holds int32),
+        forward only; the output is the scalar loss.
+    {"kind": "attention", "h": H, "hkv": Hkv, "t": T, "s": S, "d": D, "causal": 0|1,
+        "q": path, "k": path, "v": path}: Attention (opset 23) on [1, H, T, D] / [1, Hkv, S, D]
+        float32 inputs, default scale 1/sqrt(D); the output is [1, H, T, D].
+    """
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+
+    kind = spec["kind"]
+    if kind == "sce":
+        n, c = spec["n"], spec["c"]
+        inputs = {
+            "x": np.fromfile(spec["x"], dtype="<f4").reshape(n, c),
+            "t": np.fromfile(spec["t"], dtype="<i4").astype(np.int64),
+        }
+        vi = [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, c]),
+            helper.make_tensor_value_info("t", TensorProto.INT64, [n]),
+        ]
+        node = helper.make_node("SoftmaxCrossEntropyLoss", ["x", "t"], ["y"], reduction="mean")
+        out_shape, opset = [], 13
+    elif kind == "attention":
+        h, hkv, t, s, d = spec["h"], spec["hkv"], spec["t"], spec["s"], spec["d"]
+        inputs = {
+            "q": np.fromfile(spec["q"], dtype="<f4").reshape(1, h, t, d),
+            "k": np.fromfile(spec["k"], dtype="<f4").reshape(1, hkv, s, d),
+            "v": np.fromfile(spec["v"], dtype="<f4").reshape(1, hkv, s, d),
+        }
+        vi = [
+            helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, h, t, d]),
+            helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, hkv, s, d]),
+            helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, hkv, s, d]),
+        ]
+        node = helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=int(spec["causal"]))
+        out_shape, opset = [1, h, t, d], 23
+    else:
+        raise ValueError(f"unknown kind {kind}")
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)
+    graph = helper.make_graph([node], "peer", vi, [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    onnx.checker.check_model(model)
+    return model.SerializeToString(), inputs, out_shape
 
 
 class Loaded:
     def __init__(self, op, rows, n, x):
+        self.bind(session(op, rows, n), {"x": x}, x.shape)
+
+    @classmethod
+    def from_json(cls, spec):
+        import onnxruntime as ort
+
+        model, inputs, out_shape = build_json(spec)
+        self = cls.__new__(cls)
+        self.bind(ort.InferenceSession(model, options(), providers=["CPUExecutionProvider"]),
+                  inputs, out_shape)
+        return self
+
+    def bind(self, sess, inputs, out_shape):
         import numpy as np
         import onnxruntime as ort
 
-        self.sess = session(op, rows, n)
-        self.y = np.empty_like(x)
-        self.xo = ort.OrtValue.ortvalue_from_numpy(x)
+        self.sess = sess
+        self.y = np.empty(out_shape, dtype=np.float32)
+        self.values = {k: ort.OrtValue.ortvalue_from_numpy(v) for k, v in inputs.items()}
         self.yo = ort.OrtValue.ortvalue_from_numpy(self.y)
         self.binding = self.sess.io_binding()
-        self.binding.bind_ortvalue_input("x", self.xo)
+        for k, v in self.values.items():
+            self.binding.bind_ortvalue_input(k, v)
         self.binding.bind_ortvalue_output("y", self.yo)
         self.sess.run_with_iobinding(self.binding)  # warm-up
 
@@ -129,6 +202,11 @@ def main():
                 op, rows, n, path = words[1], int(words[2]), int(words[3]), words[4]
                 x = np.fromfile(path, dtype="<f4").reshape(rows, n)
                 loaded = Loaded(op, rows, n, x)
+                reply("ok")
+            elif words[0] == "loadjson":
+                import json
+
+                loaded = Loaded.from_json(json.loads(line.split(None, 1)[1]))
                 reply("ok")
             elif words[0] == "run":
                 reply(f"ok {loaded.run(int(words[1])):.9f}")

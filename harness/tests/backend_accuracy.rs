@@ -143,14 +143,30 @@ fn poly_exp_shifted_f32_within_one_ulp() {
 }
 
 /// `exp_pow2(x, 0, 60)` (the hot loops' exp) against `e^x·2^60`, over the f32 `x` in
-/// [-105.3, 0] whose result is kept (at least 2^-92); every 61st bit pattern, or every one with
-/// `SOFTMAX_EXHAUSTIVE=1`. Then with tails, as for `exp_shifted`, and its chunk form bit for bit.
+/// [-105.3, 0] whose result is kept (at least 2^-92) and in (0, 2.5] (the online pass of long
+/// rows); every 61st bit pattern, or every one with `SOFTMAX_EXHAUSTIVE=1`. Then with tails, as
+/// for `exp_shifted`, and its chunk form bit for bit.
 #[test]
 fn poly_exp_pow2_f32_within_one_ulp() {
     let exhaustive = std::env::var("SOFTMAX_EXHAUSTIVE").is_ok_and(|v| v == "1");
     let stride = if exhaustive { 1 } else { 61 };
     let scale = 2f64.powi(60);
     let (start, end) = (0x8000_0000u64, (-105.3f32).to_bits() as u64);
+    // The positive arguments the online pass of long rows uses: (0, 2.5].
+    let pos = |stride: u64| {
+        let mut worst = 0.0f64;
+        let mut b = 1u64;
+        while b <= 2.5f32.to_bits() as u64 {
+            let x = f32::from_bits(b as u32);
+            b += stride;
+            let got = <Poly as Backend<f32>>::exp_pow2(x, 0.0, 60);
+            worst = worst.max(ulps_f32(got, (x as f64).exp() * 2f64.powi(60)));
+        }
+        worst
+    };
+    let wp = pos(stride);
+    println!("exp_pow2 on (0, 2.5]: worst {wp:.4} ULP");
+    assert!(wp < 1.0, "Poly exp_pow2 f32 on (0, 2.5]: {wp:.4} ULP");
     let run = move |lo: u64, hi: u64| {
         let (mut worst, mut at, mut n) = (0.0f64, 0.0f32, 0u64);
         let mut b = lo;

@@ -44,7 +44,8 @@ where
     let mut push = |v: &[F]| bits.extend(v.iter().map(|x| x.to_bits().into()));
     let mut r = rng(7);
     for &(rows_n, n) in &[
-        (1usize, 40_000usize),
+        (1usize, 140_000usize), // at least 2^17: the two-pass online path
+        (1, 40_000),
         (3, 4097),
         (17, 513),
         (64, 100),

@@ -1176,3 +1176,72 @@ fn lse_merge_keeps_tiny_rest() {
         assert!((got - want).abs() <= 4.0 * U * want, "{got:e} vs {want:e}");
     }
 }
+
+/// Rows of at least 2^17 values take the two-pass online path (max and sum together over
+/// blocks, with a reference that moves up in steps): rising rows (hundreds of moves), falling
+/// rows, blocks of `-inf`, temperatures, and keep-masks, against the f64 reference with the
+/// contract's bounds — the moves must not make the sum drift.
+#[test]
+fn long_rows_take_the_online_path_without_drift() {
+    let n = (1usize << 17) + 1000;
+    let rising: Vec<f32> = (0..n).map(|i| i as f32 * 2e-3 - 100.0).collect();
+    let falling: Vec<f32> = rising.iter().rev().copied().collect();
+    let mut holes = rising.clone();
+    for (i, v) in holes.iter_mut().enumerate() {
+        if (i / 4096) % 3 == 1 || i % 7 == 0 {
+            *v = f32::NEG_INFINITY;
+        }
+    }
+    let keep: Vec<bool> = (0..n).map(|i| i % 5 != 2).collect();
+    for (name, x) in [("rising", &rising), ("falling", &falling), ("holes", &holes)] {
+        let xd = widen(x);
+        for tau in [1.0f32, 0.5, 3.0] {
+            for masked in [false, true] {
+                let mask = masked.then_some(&keep[..]);
+                let spec = if masked {
+                    Rows::new(n).with_temperature(tau).with_keep(&keep)
+                } else {
+                    Rows::new(n).with_temperature(tau)
+                };
+                let want = r::softmax(&xd, tau as f64, mask);
+                let mut y = vec![0.0f32; n];
+                rows::softmax(Poly, x, &mut y, &spec).unwrap();
+                let mut worst = 0.0f64;
+                for (&g, &w) in y.iter().zip(&want) {
+                    if w >= 1e-30 {
+                        worst = worst.max((g as f64 - w).abs() / w);
+                    } else {
+                        assert!((g as f64) <= 1e-30 * (1.0 + 4e-6), "{name}: {g} for {w}");
+                    }
+                }
+                // With τ ≠ 1 the quotient's rounding adds 2⁻²⁴·(|d_i| + E_p|d|) (stated).
+                let allowance = if tau == 1.0 { 2e-6 } else { 2e-6 + U * 2.0 * 300.0 / tau as f64 };
+                assert!(worst <= allowance, "{name} τ {tau} mask {masked}: softmax rel {worst:e}");
+                let want = r::log_softmax(&xd, tau as f64, mask);
+                rows::log_softmax(Poly, x, &mut y, &spec).unwrap();
+                let mut worst = 0.0f64;
+                for (&g, &w) in y.iter().zip(&want) {
+                    if w == f64::NEG_INFINITY {
+                        assert_eq!(g, f32::NEG_INFINITY);
+                    } else {
+                        worst = worst.max((g as f64 - w).abs() / (1.0 + w.abs()));
+                    }
+                }
+                let allowance = if tau == 1.0 { 4.0 * U } else { 4.0 * U + U * 300.0 / tau as f64 };
+                assert!(worst <= allowance, "{name} τ {tau} mask {masked}: log_softmax {worst:e}");
+            }
+        }
+    }
+    // NaN and +inf rows fall back to the general path's semantics.
+    let mut x = rising.clone();
+    x[n / 2] = f32::INFINITY;
+    x[n - 3] = f32::INFINITY;
+    let mut y = vec![0.0f32; n];
+    softmax_core::softmax(Poly, &x, &mut y).unwrap();
+    assert_eq!((y[n / 2], y[n - 3], y[0]), (0.5, 0.5, 0.0));
+    x[7] = f32::NAN;
+    softmax_core::softmax(Poly, &x, &mut y).unwrap();
+    assert!(y.iter().all(|v| v.is_nan()));
+    softmax_core::softmax(Poly, &vec![f32::NEG_INFINITY; n], &mut y).unwrap();
+    assert!(y.iter().all(|&v| v == 0.0));
+}

@@ -2,10 +2,15 @@
 //!
 //! A row is read through a [`Load`] (plain, keep-mask or additive bias, applied as the values are
 //! loaded) and a [`Scale`] (how the temperature enters: not at all, divide first, or subtract
-//! first). All loops walk the row in chunks of [`LANES`] values (`as_chunks`, so there are no
-//! bounds checks and LLVM vectorises each chunk), with the ragged end padded by `-inf`, which is
-//! neutral for every reduction here. Reductions keep one accumulator per lane and combine the
-//! lanes in a fixed order, so the result does not depend on the target's vector width.
+//! first). The reductions walk the row in chunks of [`LANES`] values (`as_chunks`, so there are
+//! no bounds checks and LLVM vectorises each chunk), with the ragged end padded by `-inf`, which
+//! is neutral for every reduction here; they keep one accumulator per lane and combine the lanes
+//! in a fixed order, so the result does not depend on the target's vector width.
+//!
+//! softmax's and log_softmax's own passes are the hot loops: the exp pass stores the terms
+//! `e^d·2^60` ([`term`], [`Backend::exp_pow2`]) block by block ([`TERM_BLOCK`] values, evaluated
+//! [`EXP_W`] at a time) and sums each block while it is in L1, in [`TERM_LANES`] lanes
+//! ([`TermSum`], [`SplitSum`]); the scale or output pass follows.
 
 #![forbid(unsafe_code)]
 
@@ -589,11 +594,116 @@ impl<F: Float> TermSum<F> {
         self.tot.fold(&block_lanes(v, |x| x));
     }
 
+    /// Adds the terms `fw`/`f` of one block of a load without storing them: the same lanes and
+    /// order as [`add`](Self::add) over the stored terms (value `i` of the block into lane
+    /// `i mod TERM_LANES`), so the same bits.
+    #[inline(always)]
+    pub(crate) fn add_fused<L: Load<F>>(
+        &mut self,
+        src: L,
+        mut fw: impl FnMut(&[F; EXP_W]) -> [F; EXP_W],
+        mut f: impl FnMut(F) -> F,
+    ) {
+        let mut part = [F::ZERO; TERM_LANES];
+        let mut done = 0;
+        for c in src.chunks_of::<TERM_LANES>() {
+            let (subs, _) = c.as_chunks::<EXP_W>();
+            let (parts, _) = part.as_chunks_mut::<EXP_W>();
+            for (p, x) in parts.iter_mut().zip(subs) {
+                let e = fw(x);
+                for (p, &e) in p.iter_mut().zip(&e) {
+                    *p += e;
+                }
+            }
+            done += TERM_LANES;
+        }
+        for (p, x) in part.iter_mut().zip(src.slice(done, src.len()).iter()) {
+            *p += f(x);
+        }
+        self.tot.fold(&part);
+    }
+
+    /// Multiplies the total by `f` (each lane's sum and compensation rounded once).
+    #[inline(always)]
+    pub(crate) fn scale(&mut self, f: F) {
+        for (s, c) in self.tot.s.iter_mut().zip(self.tot.c.iter_mut()) {
+            *s *= f;
+            *c *= f;
+        }
+    }
+
     /// The total `hi + lo`.
     #[inline(always)]
     pub(crate) fn finish(self) -> (F, F) {
         self.tot.finish()
     }
+}
+
+/// Rows at least this long take two passes over their values instead of three: an online pass
+/// that finds the maximum and the sum together over L1-sized blocks ([`online_sum`]), and the
+/// output pass. Such rows do not fit in the caches next to their output (2^17 f32 are 512 KiB),
+/// and reading them once less saves more than computing each exp twice costs.
+pub(crate) const LONG_ROW: usize = 1 << 17;
+
+/// Values per block of [`online_sum`]: 16 KiB of f32, read from memory by the block's max scan
+/// and again from L1 by its exp pass.
+const LONG_BLOCK: usize = 4096;
+
+/// How far (in units of the shifted logit `d`) a block's maximum may lie above the reference
+/// before the reference moves: terms stay below `2^TOP·e^2.5 < 2^64`, and each move rounds the
+/// sum once while shrinking every earlier rounding error by `e^-2.5`, so the errors of any number
+/// of moves add up to less than 1.1 units of roundoff.
+const REBASE: f64 = 2.5;
+
+/// The online pass over a long row: a reference `r` (a running maximum that moves only when a
+/// block exceeds it by more than [`REBASE`]) and the compensated `Σ e^((x − r)/τ)·2^TOP`.
+/// `None` when the row holds a NaN or `+inf`, or nothing but `-inf`: the general path handles
+/// those.
+#[inline(always)]
+pub(crate) fn online_sum<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
+    src: L,
+    s: S,
+) -> Option<(F, F, F)> {
+    let n = src.len();
+    let mut r = F::NEG_INFINITY;
+    let mut sum = TermSum::new();
+    let mut start = 0;
+    while start < n {
+        let end = n.min(start + LONG_BLOCK);
+        let blk = src.slice(start, end);
+        start = end;
+        let sc = scan(blk);
+        if sc.nan || sc.max == F::INFINITY {
+            return None;
+        }
+        if sc.max == F::NEG_INFINITY {
+            continue;
+        }
+        if r == F::NEG_INFINITY || s.shift(sc.max, r).0 > F::from_f64(REBASE) {
+            if r != F::NEG_INFINITY {
+                let (h, l) = s.shift(r, sc.max);
+                sum.scale(B::exp_pow2(h, l, 0));
+            }
+            r = sc.max;
+        }
+        let mut b = 0;
+        while b < blk.len() {
+            let e = blk.len().min(b + TERM_BLOCK);
+            sum.add_fused(
+                blk.slice(b, e),
+                #[inline(always)]
+                |c| term_chunk::<F, B, S, EXP_W>(s, r, c),
+                #[inline(always)]
+                |x| term::<F, B, S>(s, r, x),
+            );
+            b = e;
+        }
+    }
+    if r == F::NEG_INFINITY {
+        return None;
+    }
+    let (hi, lo) = sum.finish();
+    Some((r, hi, lo))
 }
 
 /// The split form of [`TermSum`]: `(count, rest)` with the terms equal to `2^TOP` counted.

@@ -27,6 +27,14 @@ use crate::{Error, Float, LogSumExp};
     inline(never)
 )]
 pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
+    if io.src().len() >= kernel::LONG_ROW {
+        // Two passes: the online max-and-sum, then the terms against its reference, scaled.
+        if let Some((r, hi, lo)) = kernel::online_sum::<F, B, _, S>(io.src(), s) {
+            let inv = kernel::inv_pair(hi, lo);
+            io.map(|x| kernel::term::<F, B, S>(s, r, x) * inv);
+            return;
+        }
+    }
     let sc = kernel::scan(io.src());
     if !sc.max.is_finite() || sc.nan {
         fill_limit(io, sc);
@@ -108,6 +116,16 @@ fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
     inline(never)
 )]
 pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>, I: Io<F>>(mut io: I, s: S) {
+    if io.src().len() >= kernel::LONG_ROW {
+        // Two passes: the online max-and-sum, then `(d − ln Σ) + d_lo` against its reference.
+        if let Some((r, hi, lo)) = kernel::online_sum::<F, B, _, S>(io.src(), s) {
+            let u = kernel::untop::<F>();
+            let st = LogSumExp::<F, B>::from_parts(r, hi * u, lo * u);
+            let l = st.ln_sum();
+            io.map(|x| st.log_prob_scaled(s, x, l));
+            return;
+        }
+    }
     if I::SCRATCH_OUT {
         let sc = kernel::scan(io.src());
         if sc.max.is_finite() && !sc.nan {

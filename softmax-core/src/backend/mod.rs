@@ -77,8 +77,9 @@ pub trait Backend<F: Float>: Copy + Default + core::fmt::Debug {
     ///   half the smallest subnormal of any normalised output.
     /// * Every other result is a normal number, accurate as [`exp_shifted`](Self::exp_shifted)
     ///   (for [`Poly`]: <= 1 ULP), with the `2^s` applied exactly.
-    /// * `hi = -inf` gives 0 whatever `lo` is; NaN gives NaN. For `hi > 0` or results above
-    ///   `2^64` the result is unspecified (never a panic).
+    /// * `hi = -inf` gives 0 whatever `lo` is; NaN gives NaN. `hi` may be positive as long as
+    ///   the result stays at most `2^64` (the online pass of long rows uses `hi <= 2.5` with
+    ///   `s = 60`); above that the result is unspecified (never a panic).
     ///
     /// The default reduces `hi = n·ln2 + r` (Cody–Waite, `n·ln2_hi` exact), takes
     /// [`exp`](Self::exp) of the small `r` with `lo` and `n·ln2_lo` folded in, and scales by

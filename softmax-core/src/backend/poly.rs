@@ -20,7 +20,9 @@ use crate::float::fast_two_sum;
 /// | function | max error |
 /// |---|---|
 /// | `exp` f32 | <= 1 ULP from the correctly rounded result for every input whose result is normal (real-valued max 0.826 ULP, exhaustive); underflowing results are rounded once into the subnormal range |
+/// | `exp_pow2` f32 (the hot loops' exp, `e^(x + tail)·2^s`) | <= 1 ULP for every `x` in [-105.3, 0] (real-valued max 0.942 ULP, exhaustive); with tails up to an ulp of `x`, max 0.921 ULP over 2·10⁶ random pairs |
 /// | `exp` f64 | <= 1 ULP against a correctly rounded (mpmath) reference on the committed sample |
+/// | `exp_pow2` f64 | <= 1 ULP against the same reference, scaled by 2^60 |
 /// | `ln` f32 | <= 1 ULP over every positive float (real-valued max 0.840 ULP, exhaustive) |
 /// | `ln` f64 | <= 1 ULP against a correctly rounded (mpmath) reference on the committed sample |
 ///
