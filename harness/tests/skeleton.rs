@@ -304,3 +304,53 @@ fn special_functions_against_f64() {
     println!("f64 tanh/softplus/sigmoid: {worst:.2} eps relative");
     assert!(worst <= 8.0);
 }
+
+/// Every path to a row's normaliser sums the same terms in the same lanes and order: log_softmax
+/// out of place (terms stored, then summed) and in place (summed as they are computed), and the
+/// logsumexp of `softmax_lse` and of `logsumexp`, bit for bit. Rows with ties at the maximum and
+/// entries within an ULP of it (whose terms round to the maximum's), at lengths around the lane
+/// count and the block length.
+#[test]
+fn normaliser_paths_agree_bitwise() {
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 40) as f32 / (1u64 << 24) as f32
+    };
+    for &n in &[1usize, 2, 19, 31, 32, 33, 511, 512, 513, 1500, 4099] {
+        for trial in 0..40 {
+            let top = 3.0f32;
+            let x: Vec<f32> = (0..n)
+                .map(|_| {
+                    let u = next();
+                    match (u * 8.0) as u32 {
+                        0 => top,
+                        1 => top - f32::EPSILON * (u * 64.0).fract() * 4.0,
+                        2 => f32::NEG_INFINITY,
+                        _ => top - 40.0 * next().powi(1 + trial % 3),
+                    }
+                })
+                .collect();
+            let mut out = vec![0.0f32; n];
+            softmax_core::log_softmax(Poly, &x, &mut out).unwrap();
+            let mut inp = x.clone();
+            softmax_core::log_softmax_in_place(Poly, &mut inp).unwrap();
+            for (i, (a, b)) in out.iter().zip(&inp).enumerate() {
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "n {n} trial {trial} entry {i}: {a} vs {b}"
+                );
+            }
+            let lse = softmax_core::softmax_lse(Poly, &x, &mut out).unwrap();
+            let l2 = softmax_core::logsumexp(Poly, &x).unwrap();
+            assert_eq!(
+                lse.to_bits(),
+                l2.to_bits(),
+                "n {n} trial {trial}: {lse} vs {l2}"
+            );
+        }
+    }
+}

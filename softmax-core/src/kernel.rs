@@ -504,21 +504,29 @@ pub(crate) fn untop<F: Float>() -> F {
 /// relative precision: the maxima contribute an exact count and only the other terms are summed,
 /// so when they are tiny (a peaked row) they are not rounded away against the 1s. That matters
 /// to the entropy, to log-probabilities near 0 and to KL; softmax itself only needs the sum to
-/// 1e-7 relative and uses the one-array sum in its fused store pass.
+/// 1e-7 relative and uses the one-array sum in its fused store pass. The terms are summed as
+/// [`SplitSum`] sums them when a pass stores them first (log_softmax out of place,
+/// `softmax_lse`), so every path to a row's normaliser gives the same bits.
 #[inline(always)]
 pub(crate) fn sum_exp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     src: L,
     s: S,
     m: F,
 ) -> (F, F) {
-    let [(e_hi, e_lo), (k, _)] = sums(
-        src.chunks(),
-        src.tail(),
-        #[inline(always)]
-        |c| exp_chunk_split::<F, B, S>(s, m, c),
-    );
-    let (hi, lo) = two_sum(k, e_hi * untop());
-    two_sum(hi, lo + e_lo * untop())
+    let mut sum = SplitSum::new();
+    let mut b = 0;
+    while b < src.len() {
+        let e = src.len().min(b + TERM_BLOCK);
+        sum.add_fused(
+            src.slice(b, e),
+            #[inline(always)]
+            |c| term_chunk::<F, B, S, EXP_W>(s, m, c),
+            #[inline(always)]
+            |x| term::<F, B, S>(s, m, x),
+        );
+        b = e;
+    }
+    sum.finish()
 }
 
 /// Number of entries equal to `+inf`.
@@ -595,32 +603,15 @@ impl<F: Float> TermSum<F> {
     }
 
     /// Adds the terms `fw`/`f` of one block of a load without storing them: the same lanes and
-    /// order as [`add`](Self::add) over the stored terms (value `i` of the block into lane
-    /// `i mod TERM_LANES`), so the same bits.
+    /// order as [`add`](Self::add) over the stored terms, so the same bits.
     #[inline(always)]
     pub(crate) fn add_fused<L: Load<F>>(
         &mut self,
         src: L,
-        mut fw: impl FnMut(&[F; EXP_W]) -> [F; EXP_W],
-        mut f: impl FnMut(F) -> F,
+        fw: impl FnMut(&[F; EXP_W]) -> [F; EXP_W],
+        f: impl FnMut(F) -> F,
     ) {
-        let mut part = [F::ZERO; TERM_LANES];
-        let mut done = 0;
-        for c in src.chunks_of::<TERM_LANES>() {
-            let (subs, _) = c.as_chunks::<EXP_W>();
-            let (parts, _) = part.as_chunks_mut::<EXP_W>();
-            for (p, x) in parts.iter_mut().zip(subs) {
-                let e = fw(x);
-                for (p, &e) in p.iter_mut().zip(&e) {
-                    *p += e;
-                }
-            }
-            done += TERM_LANES;
-        }
-        for (p, x) in part.iter_mut().zip(src.slice(done, src.len()).iter()) {
-            *p += f(x);
-        }
-        self.tot.fold(&part);
+        self.tot.fold(&fused_lanes(src, fw, f, |e| e));
     }
 
     /// Multiplies the total by `f` (each lane's sum and compensation rounded once).
@@ -730,6 +721,25 @@ impl<F: Float> SplitSum<F> {
             .fold(&block_lanes(v, |x| select(x == top, F::ZERO, x)));
     }
 
+    /// [`add`](Self::add) of the terms `fw`/`f` of one block of a load, without storing them:
+    /// the same bits.
+    #[inline(always)]
+    pub(crate) fn add_fused<L: Load<F>>(
+        &mut self,
+        src: L,
+        fw: impl FnMut(&[F; EXP_W]) -> [F; EXP_W],
+        f: impl FnMut(F) -> F,
+    ) {
+        let top = F::pow2(F::TOP);
+        let mut count = 0usize;
+        let part = fused_lanes(src, fw, f, |e| {
+            count += usize::from(e == top);
+            select(e == top, F::ZERO, e)
+        });
+        self.count += count;
+        self.rest.fold(&part);
+    }
+
     /// `Σ e^d = count + rest·2^-TOP` as `hi + lo`, the count exact.
     #[inline(always)]
     pub(crate) fn finish(self) -> (F, F) {
@@ -738,6 +748,36 @@ impl<F: Float> SplitSum<F> {
         let (hi, lo) = two_sum(F::from_usize(self.count), r_hi * u);
         two_sum(hi, lo + r_lo * u)
     }
+}
+
+/// The plain per-lane sums of `each(term)` over one block of a load (at most [`TERM_BLOCK`]
+/// values), the terms computed on the fly (`fw` for chunks of [`EXP_W`], `f` for the ragged
+/// end): value `i` of the block goes into lane `i mod TERM_LANES`, in order, exactly as
+/// [`block_lanes`] sums the stored terms, so the same bits.
+#[inline(always)]
+fn fused_lanes<F: Float, L: Load<F>>(
+    src: L,
+    mut fw: impl FnMut(&[F; EXP_W]) -> [F; EXP_W],
+    mut f: impl FnMut(F) -> F,
+    mut each: impl FnMut(F) -> F,
+) -> [F; TERM_LANES] {
+    let mut part = [F::ZERO; TERM_LANES];
+    let mut done = 0;
+    for c in src.chunks_of::<TERM_LANES>() {
+        let (subs, _) = c.as_chunks::<EXP_W>();
+        let (parts, _) = part.as_chunks_mut::<EXP_W>();
+        for (p, x) in parts.iter_mut().zip(subs) {
+            let e = fw(x);
+            for (p, &e) in p.iter_mut().zip(&e) {
+                *p += each(e);
+            }
+        }
+        done += TERM_LANES;
+    }
+    for (p, x) in part.iter_mut().zip(src.slice(done, src.len()).iter()) {
+        *p += each(f(x));
+    }
+    part
 }
 
 /// The plain per-lane sums of one block of `f(v_i)`.

@@ -109,7 +109,8 @@ fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
 ///
 /// Out of place, the terms of the normaliser are stored in the output first and summed from
 /// there (the same vectorised pass as softmax's), the maxima counted apart; in place, and for
-/// rows without a finite maximum, [`LogSumExp::of_row`] sums them without storing.
+/// rows without a finite maximum, [`LogSumExp::of_row`] sums them without storing, in the same
+/// lanes and order (the same bits).
 #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
     not(all(target_arch = "x86_64", target_feature = "sse2")),
