@@ -8,6 +8,10 @@
 //!
 //! One test function only: the level cap is global to the process, and the test harness runs the
 //! functions of a file in parallel.
+//!
+//! The wider copies exist in builds without debug assertions only (see `softmax_core::simd`):
+//! run `cargo test --release -p harness --test dispatch_levels` for the comparison. Under
+//! `cargo test` (debug assertions on) the test checks that the dispatcher stays at the baseline.
 
 use softmax_core::backend::{Backend, Libm, Poly};
 use softmax_core::simd::{self, Level};
@@ -115,6 +119,17 @@ fn everything() -> (Vec<(String, u64)>, Vec<u64>, Vec<u64>) {
 #[test]
 fn every_level_gives_the_baseline_bits() {
     let detected = simd::detected();
+    if cfg!(debug_assertions) {
+        assert_eq!(
+            detected,
+            Level::Baseline,
+            "debug builds compile one level only"
+        );
+        println!(
+            "debug build: one level compiled; compare the levels with \
+             `cargo test --release -p harness --test dispatch_levels`"
+        );
+    }
     simd::set_max_level(Level::Baseline);
     assert_eq!(simd::level(), Level::Baseline);
     let base = everything();

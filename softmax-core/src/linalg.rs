@@ -140,18 +140,24 @@ pub(crate) fn matmul_nt_unchecked<F: Float>(a: &[F], b: &[F], k: usize, c: &mut 
         return;
     }
     let n = b.len() / k;
+    // Two rows of A (of C) at a time; a row pair longer than memory cannot exist (k and n are
+    // at most a slice's length), so the early return is never taken: it only spares the
+    // optimiser a wrapping multiplication.
+    let (Some(k2), Some(n2)) = (k.checked_mul(2), n.checked_mul(2)) else {
+        return;
+    };
     if n == 0 {
         return;
     }
-    let a_pairs = a.chunks_exact(2 * k);
+    let a_pairs = a.chunks_exact(k2);
     let a_last = a_pairs.remainder();
-    let mut c_pairs = c.chunks_exact_mut(2 * n);
+    let mut c_pairs = c.chunks_exact_mut(n2);
     for (a2, c2) in a_pairs.zip(c_pairs.by_ref()) {
         let (Some((a0, a1)), Some((c0, c1))) = (a2.split_at_checked(k), c2.split_at_mut_checked(n))
         else {
             return;
         };
-        let b_pairs = b.chunks_exact(2 * k);
+        let b_pairs = b.chunks_exact(k2);
         let b_last = b_pairs.remainder();
         let (c0p, c0r) = c0.as_chunks_mut::<2>();
         let (c1p, c1r) = c1.as_chunks_mut::<2>();

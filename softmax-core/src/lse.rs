@@ -113,9 +113,12 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
 
     /// The state of a whole row read through a load and a temperature mode: one max pass and,
     /// if the max is finite, one exp-sum pass. Out of line: several kernels call it.
-    #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
     #[cfg_attr(
-        not(all(target_arch = "x86_64", target_feature = "sse2")),
+        all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+        inline(always)
+    )]
+    #[cfg_attr(
+        not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
         inline(never)
     )]
     pub(crate) fn of_row<L: Load<F>, S: Scale<F>>(src: L, s: S) -> Self {

@@ -7,7 +7,7 @@
 //! temperature mode) and shared by every entry point that uses that combination, while
 //! everything below it (the skeleton's loops and the exp) is inlined into it; inlining these
 //! instead multiplied code size by the number of call sites and stacked the frames of all
-//! variants of a `rows::` function. On x86_64, which dispatches at run time
+//! variants of a `rows::` function. On x86_64 release builds, which dispatch at run time
 //! ([`simd`](crate::simd)), it is `#[inline(always)]` instead: each entry point runs its whole
 //! batch inside one dispatched closure, and only code inlined into that closure is compiled for
 //! the chosen level.
@@ -21,9 +21,12 @@ use crate::spec::with_scale;
 use crate::{Error, Float, LogSumExp};
 
 /// softmax: max pass, one exp pass that stores `e^d` and sums it, one scaling pass.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
@@ -59,9 +62,12 @@ pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, 
 /// softmax (τ = 1) that also returns the row's logsumexp: the same passes as [`softmax`], with
 /// the maxima counted apart in the sum ([`kernel::SplitSum`]) so the logsumexp keeps the relative
 /// precision of `ln(1 + rest)` when the other terms are tiny (a confidently classified row).
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn softmax_lse<F: Float, B: Backend<F>>(mut io: impl Io<F>) -> F {
@@ -90,9 +96,12 @@ pub(crate) fn softmax_lse<F: Float, B: Backend<F>>(mut io: impl Io<F>) -> F {
 /// The distribution of a row without a finite maximum, which needs no exp: NaN everywhere if
 /// the row has a NaN, zeros if every entry is `-inf`, else the limit that shares the mass
 /// evenly among the `+inf` entries.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
@@ -111,9 +120,12 @@ fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
 /// there (the same vectorised pass as softmax's), the maxima counted apart; in place, and for
 /// rows without a finite maximum, [`LogSumExp::of_row`] sums them without storing, in the same
 /// lanes and order (the same bits).
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>, I: Io<F>>(mut io: I, s: S) {
@@ -153,9 +165,12 @@ pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>, I: Io<F>>(mut io
 }
 
 /// logsumexp of the row.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
@@ -169,9 +184,12 @@ pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L
 
 /// Shannon entropy (nats) of softmax(x/τ): `H = ln Σ e^d − (Σ e^d·d)/(Σ e^d)`, i.e.
 /// lse − E_p[x/τ] with both terms shifted by the max so neither cancels (both are >= 0).
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
@@ -217,9 +235,12 @@ pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, 
 /// of the difference of the two compensated sums, so near-identical rows do not suffer the
 /// rounding of `ln s_p` and `ln s_q` at magnitude `ln n`. Rows with `+inf` logits or no allowed
 /// entry use the limit distributions term by term.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s: S) -> F {
@@ -298,9 +319,12 @@ fn sum_pairs<F: Float, L: Load<F>>(p: L, q: L, f: impl Fn(F, F) -> F) -> F {
 
 /// sparsemax: Michelot's fixed point for the threshold (no sort, no scratch), then
 /// `max(d − thr, 0)`.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn sparsemax<F: Float, S: Scale<F>>(mut io: impl Io<F>, s: S) {
@@ -397,9 +421,12 @@ pub(crate) fn map2<F: Float>(a: &[F], b: &[F], out: &mut [F], f: impl Fn(F, F) -
 
 /// softmax VJP from the output `y`: `dx = y ⊙ (dy − ⟨y, dy⟩) / τ`. Entries with `y = 0`
 /// (masked, `-inf`, or underflowed) are constants: `dx = 0` and their `dy` is not read.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
@@ -413,9 +440,12 @@ pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
 
 /// log_softmax VJP from the output `y`: `dx = (dy − e^y·Σdy) / τ`, with `-inf` entries
 /// (masked or `-inf` logits) constants: `dx = 0` and their `dy` not in the sum.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
@@ -430,9 +460,12 @@ pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &m
 /// whose log-probability overflowed to `-inf` (a row spanning more than the float range) and the
 /// finite entries of a row with `+inf` ones (limit distribution): `dx = (dy − p·Σdy)/τ`. A NaN
 /// row gives NaN everywhere.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn log_softmax_vjp_logits<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
@@ -476,9 +509,12 @@ pub(crate) fn log_softmax_vjp_logits<F: Float, B: Backend<F>, L: Load<F>, S: Sca
 
 /// sparsemax VJP from the output `y`: on the support `S = {y > 0}`,
 /// `dx = (dy − mean_S dy) / τ`; 0 elsewhere. A NaN row gives NaN.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
@@ -519,9 +555,12 @@ pub(crate) fn argmax_iter<F: Float>(x: impl Iterator<Item = F>) -> Option<usize>
 
 /// Hard max of a row, overwriting it: the one-hot of [`argmax`]; a NaN row gives all NaN, an
 /// all-`-inf` row zeros.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
@@ -552,9 +591,12 @@ pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
 /// With `k` entries at `+inf` the limit is taken: those entries have shifted logit 0, the others
 /// `-inf`, so the sample is uniform among them. A NaN row gives NaN; a row with no allowed entry
 /// zeros.
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
@@ -596,9 +638,12 @@ pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
 /// from 1, then bisect to adjacent floats; the end of the final bracket whose entropy is closer
 /// to `target` is returned. `H` is monotone in τ (`dH/dτ = Var_p(x)/τ³`) and runs from `ln k`
 /// (`k` entries tied at the max) to `ln n` (`n` entries not `-inf`).
-#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), inline(always))]
 #[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2")),
+    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+    inline(always)
+)]
+#[cfg_attr(
+    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
     inline(never)
 )]
 pub(crate) fn temperature_for_entropy<F: Float, B: Backend<F>, L: Load<F>>(

@@ -13,7 +13,9 @@
 //! machine has and compares bits.
 //!
 //! Targets without SSE (`x86_64-unknown-none`, whose kernels do not save vector registers)
-//! never dispatch. [`set_max_level`] caps the choice, e.g. to keep a program off AVX-512.
+//! never dispatch, and neither do builds with debug assertions (cargo's `dev` and `test`
+//! profiles): they compile the baseline copy only, since the wider copies of every inlined
+//! kernel tripled the compile time of test builds. Release builds have all three. [`set_max_level`] caps the choice, e.g. to keep a program off AVX-512.
 //!
 //! # Examples
 //!
@@ -136,7 +138,7 @@ pub(crate) fn exec<R>(f: impl FnOnce() -> R) -> R {
     imp::exec(f)
 }
 
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)))]
 #[allow(unsafe_code)]
 mod imp {
     use super::Level;
@@ -236,7 +238,7 @@ mod imp {
     }
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))))]
 mod imp {
     use super::Level;
 
