@@ -29,10 +29,6 @@ fn core_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../softmax-core/src")
 }
 
-fn probe_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("no-panic/src/main.rs")
-}
-
 /// The probe's code: `main.rs` and every other file of `harness/no-panic/src` (one per crate).
 fn probe_code() -> String {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("no-panic/src");

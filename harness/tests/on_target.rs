@@ -32,7 +32,7 @@ const ENV_M0: &str = "SOFTMAX_FIRMWARE_LOG_M0";
 /// (a panicking case is a failure, reported with the others instead of hiding them). The panic
 /// hook is left alone: it is global, and the tests run in parallel.
 fn host_digests(seed: u64) -> Vec<(&'static str, Result<u64, String>)> {
-    suite::CASES
+    suite::cases()
         .iter()
         .map(|case| {
             let r = panic::catch_unwind(AssertUnwindSafe(|| suite::run_case(case, seed)));

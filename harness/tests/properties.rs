@@ -1193,7 +1193,11 @@ fn long_rows_take_the_online_path_without_drift() {
         }
     }
     let keep: Vec<bool> = (0..n).map(|i| i % 5 != 2).collect();
-    for (name, x) in [("rising", &rising), ("falling", &falling), ("holes", &holes)] {
+    for (name, x) in [
+        ("rising", &rising),
+        ("falling", &falling),
+        ("holes", &holes),
+    ] {
         let xd = widen(x);
         for tau in [1.0f32, 0.5, 3.0] {
             for masked in [false, true] {
@@ -1215,8 +1219,15 @@ fn long_rows_take_the_online_path_without_drift() {
                     }
                 }
                 // With τ ≠ 1 the quotient's rounding adds 2⁻²⁴·(|d_i| + E_p|d|) (stated).
-                let allowance = if tau == 1.0 { 2e-6 } else { 2e-6 + U * 2.0 * 300.0 / tau as f64 };
-                assert!(worst <= allowance, "{name} τ {tau} mask {masked}: softmax rel {worst:e}");
+                let allowance = if tau == 1.0 {
+                    2e-6
+                } else {
+                    2e-6 + U * 2.0 * 300.0 / tau as f64
+                };
+                assert!(
+                    worst <= allowance,
+                    "{name} τ {tau} mask {masked}: softmax rel {worst:e}"
+                );
                 let want = r::log_softmax(&xd, tau as f64, mask);
                 rows::log_softmax(Poly, x, &mut y, &spec).unwrap();
                 let mut worst = 0.0f64;
@@ -1227,8 +1238,15 @@ fn long_rows_take_the_online_path_without_drift() {
                         worst = worst.max((g as f64 - w).abs() / (1.0 + w.abs()));
                     }
                 }
-                let allowance = if tau == 1.0 { 4.0 * U } else { 4.0 * U + U * 300.0 / tau as f64 };
-                assert!(worst <= allowance, "{name} τ {tau} mask {masked}: log_softmax {worst:e}");
+                let allowance = if tau == 1.0 {
+                    4.0 * U
+                } else {
+                    4.0 * U + U * 300.0 / tau as f64
+                };
+                assert!(
+                    worst <= allowance,
+                    "{name} τ {tau} mask {masked}: log_softmax {worst:e}"
+                );
             }
         }
     }

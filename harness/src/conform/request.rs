@@ -106,6 +106,12 @@ impl<'a> Request<'a> {
         })
     }
 
+    /// The raw value of a field, if present: for op modules whose fields are not floats,
+    /// booleans or row shapes (integers, strings; see `loss.rs`).
+    pub(super) fn raw(&self, name: &str) -> Option<&'a Value> {
+        self.fields.get(name)
+    }
+
     /// A required flat array of floats.
     pub(super) fn floats<F: Real>(&self, name: &str) -> Result<Vec<F>, Failure> {
         let v = self.required(name)?;

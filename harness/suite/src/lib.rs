@@ -11,7 +11,7 @@
 //!     let _ = digest;
 //!     n += 1;
 //! });
-//! assert_eq!(n, softmax_suite::CASES.len());
+//! assert_eq!(n, softmax_suite::cases().len());
 //! ```
 //!
 //! # What a case does
@@ -192,17 +192,51 @@ pub const CASES: &[Case] = case_table! {
     // The crates built on softmax-core: one `"crate/kernel" => module::function,` line each.
     single: [
         // loss-core (harness/suite/src/loss.rs):
+        "loss/cross_entropy/f32" => loss::cross_entropy_case::<f32>,
+        "loss/cross_entropy/f64" => loss::cross_entropy_case::<f64>,
+        "loss/nll_loss/f32" => loss::nll_case::<f32>,
+        "loss/nll_loss/f64" => loss::nll_case::<f64>,
+        "loss/elementwise/f32" => loss::elementwise_case::<f32>,
+        "loss/elementwise/f64" => loss::elementwise_case::<f64>,
+        "loss/softmax_focal/f32" => loss::softmax_focal_case::<f32>,
+        "loss/softmax_focal/f64" => loss::softmax_focal_case::<f64>,
+        "loss/contrastive/f32" => loss::contrastive_case::<f32>,
+        "loss/contrastive/f64" => loss::contrastive_case::<f64>,
+        "loss/chunked/f32" => loss::chunked_case::<f32>,
+        "loss/chunked/f64" => loss::chunked_case::<f64>,
+        "loss/linear_cross_entropy/f32" => loss::linear_case::<f32>,
+        "loss/linear_cross_entropy/f64" => loss::linear_case::<f64>,
         // attention-core (harness/suite/src/attention.rs):
+        "attention/masks/f32" => attention::masks,
+        "attention/stream/f32" => attention::stream,
+        "attention/backward/f32" => attention::backward,
     ],
 };
+
+/// Every case, as [`CASES`], through a function compiled once, in this crate (feature `host`,
+/// on by default). A crate that names the constant itself compiles every case again, at every
+/// dispatch level of softmax-core; host programs and tests take this instead. The firmware
+/// (`default-features = false`) takes the constant, from which each shard keeps only its own
+/// cases.
+///
+/// # Examples
+///
+/// ```
+/// assert!(softmax_suite::cases().iter().any(|c| c.name == "softmax/f32/poly"));
+/// ```
+#[cfg(feature = "host")]
+#[inline(never)]
+pub fn cases() -> &'static [Case] {
+    CASES
+}
 
 /// Runs one case from a fresh [`Ctx`] seeded with `seed`; returns its digest.
 ///
 /// # Examples
 ///
 /// ```
-/// use softmax_suite::{run_case, CASES, DEFAULT_SEED};
-/// let case = &CASES[0];
+/// use softmax_suite::{cases, run_case, DEFAULT_SEED};
+/// let case = &cases()[0];
 /// assert_eq!(run_case(case, DEFAULT_SEED), run_case(case, DEFAULT_SEED));
 /// ```
 pub fn run_case(case: &Case, seed: u64) -> u64 {
@@ -238,7 +272,11 @@ pub fn run_all(report: impl FnMut(&str, u64)) {
 /// assert_ne!(a, b);
 /// ```
 pub fn run_all_seeded(seed: u64, mut report: impl FnMut(&str, u64)) {
-    for case in CASES {
+    #[cfg(feature = "host")]
+    let table = cases();
+    #[cfg(not(feature = "host"))]
+    let table = CASES;
+    for case in table {
         report(case.name, run_case(case, seed));
     }
 }

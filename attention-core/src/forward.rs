@@ -1,0 +1,458 @@
+//! The one-pass forward computation: full attention, its partial (split-K) form, the merge of
+//! partial states and their finish.
+
+use core::ops::Range;
+
+use softmax_core::backend::Backend;
+use softmax_core::{linalg, simd, Float};
+
+use crate::kernel::{finalize, gap_in, keys_of, part, part_mut, Mods, Tile, BK, TQ};
+use crate::options::{check_len, mul, Dims, Options, Output, Plan, Qkv};
+use crate::{Error, QueryState};
+
+/// Scaled dot-product attention, one pass per query: `o = softmax(scores)·V` per head, with
+/// every mask and score modifier of [`Options`], and optionally each query's log-sum-exp and
+/// attention entropy ([`Output`]).
+///
+/// For each query the keys are folded into an online softmax ([`QueryState`], on
+/// softmax-core's `OnlineSoftmax`) in blocks of 64 keys on a fixed grid: the block's scores come
+/// from one product `Q_tile·K_blockᵀ` for a tile of queries (`linalg::matmul_nt`), its weighted
+/// values are added with `linalg::matmul_nn`. Blocks that the causal rule or the window removes
+/// for every query of the tile are skipped (not computed); the `sinks` first keys never are.
+/// Memory: the output and a fixed block of scores on the stack; no `t × s` matrix.
+///
+/// A query with no allowed key gets `o = 0`, `lse = -inf` (with a sink logit: `lse` = that
+/// logit) and entropy 0. Scores equal to `+inf` share the weight evenly; a NaN score makes its
+/// query's outputs NaN. Values of keys inside a computed block enter with weight 0 when the key
+/// is masked, so a NaN or infinite value there makes the output NaN (as in PyTorch's math
+/// path); keys outside the allowed runs are never read.
+///
+/// Accuracy (f32, `Poly` or `Libm`, measured against a naive f64 reference by
+/// `harness/tests/attention_reference.rs`): each output within `8·u·Σ_j p_j·|v_j|` plus the
+/// dot products' rounding propagated through the softmax (`u = 2⁻²⁴`), `lse` within
+/// `8·u·(1 + |lse|)`, entropy within `16·u·(1 + E_p|s − max s|)`.
+///
+/// # Errors
+///
+/// [`Error::ZeroDim`], [`Error::KvHeads`] for bad dimensions; [`Error::LengthMismatch`] for a
+/// buffer whose length does not match them; [`Error::InvalidScale`],
+/// [`Error::InvalidSoftcap`], [`Error::InvalidWindow`] for options out of their domain.
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{attention, Causal, Dims, Options, Output, Qkv, backend::Poly};
+/// // One head, two queries, three keys, d = dv = 2.
+/// let dims = Dims::new(1, 1, 2, 3, 2, 2);
+/// let q = [1.0f32, 0.0, 0.0, 1.0];
+/// let k = [1.0f32, 0.0, 0.0, 1.0, 1.0, 1.0];
+/// let v = [1.0f32, 0.0, 0.0, 1.0, 0.5, 0.5];
+/// let (mut o, mut lse) = ([0.0f32; 4], [0.0f32; 2]);
+/// let opts = Options::new().with_causal(Causal::BottomRight);
+/// attention(Poly, &dims, Qkv::new(&q, &k, &v), &opts, Output::new(&mut o).with_lse(&mut lse))?;
+/// // Query 0 sits at position 1: it sees keys 0 and 1 with scores 1/√2 and 0.
+/// let w = 1.0 / (1.0 + (-(0.5f32).sqrt()).exp());
+/// assert!((o[0] - w).abs() < 1e-6 && (o[1] - (1.0 - w)).abs() < 1e-6);
+/// # Ok::<(), attention_core::Error>(())
+/// ```
+pub fn attention<F: Float, B: Backend<F>>(
+    backend: B,
+    dims: &Dims,
+    x: Qkv<'_, F>,
+    opts: &Options<'_, F>,
+    out: Output<'_, F>,
+) -> Result<(), Error> {
+    let p = Plan::new(dims, &x, opts)?;
+    let ht = mul(p.heads, p.t)?;
+    check_len("o", mul(ht, p.dv)?, out.o.len())?;
+    if let Some(l) = &out.lse {
+        check_len("lse", ht, l.len())?;
+    }
+    if let Some(e) = &out.entropy {
+        check_len("entropy", ht, e.len())?;
+    }
+    let Output {
+        o,
+        mut lse,
+        mut entropy,
+    } = out;
+    if p.t == 0 {
+        // Nothing to write (and no loop over a huge `heads` with empty tensors).
+        return Ok(());
+    }
+    let want_entropy = entropy.is_some();
+    let keys = (0, p.s as u64);
+    for h in 0..p.heads {
+        let g = h.checked_div(p.group).unwrap_or(0);
+        let q_h = part(x.q, h, p.t * p.d);
+        let k_g = part(x.k, g, p.s * p.d);
+        let v_g = part(x.v, g, p.s * p.dv);
+        let o_h = part_mut(o, h, p.t * p.dv);
+        let mut lse_h = lse.as_deref_mut().map(|l| part_mut(l, h, p.t));
+        let mut ent_h = entropy.as_deref_mut().map(|e| part_mut(e, h, p.t));
+        o_h.fill(F::ZERO);
+        simd::dispatch(
+            #[inline(always)]
+            || {
+                let mut t0 = 0;
+                while t0 < p.t {
+                    let rows = TQ.min(p.t - t0);
+                    let mut states = [QueryState::new(backend); TQ];
+                    let states = states.get_mut(..rows).unwrap_or(&mut []);
+                    let acc = o_h
+                        .get_mut(t0 * p.dv..(t0 + rows) * p.dv)
+                        .unwrap_or(&mut []);
+                    let q_tile = q_h.get(t0 * p.d..(t0 + rows) * p.d).unwrap_or(&[]);
+                    let tile = Rows {
+                        q_tile,
+                        k: k_g,
+                        v: v_g,
+                    };
+                    forward_tile(backend, &p, h, t0, &tile, keys, states, acc, want_entropy);
+                    let sink = p.sink(h);
+                    for (r, (st, acc_r)) in states
+                        .iter_mut()
+                        .zip(acc.chunks_exact_mut(p.dv.max(1)))
+                        .enumerate()
+                    {
+                        if let Some(z) = sink {
+                            st.fold_sink(z, acc_r);
+                        }
+                        let (l, e) = st.finish_row(acc_r);
+                        if let Some(v) = lse_h.as_deref_mut().and_then(|x| x.get_mut(t0 + r)) {
+                            *v = l;
+                        }
+                        if let Some(v) = ent_h.as_deref_mut().and_then(|x| x.get_mut(t0 + r)) {
+                            *v = e;
+                        }
+                    }
+                    t0 += rows;
+                }
+            },
+        );
+    }
+    Ok(())
+}
+
+/// PyTorch's name: [`attention`] writing only the output `o` (`heads × t × dv`).
+///
+/// # Errors
+///
+/// As [`attention`].
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{scaled_dot_product_attention, Dims, Options, Qkv, backend::Poly};
+/// // A single key: the output is its value.
+/// let dims = Dims::new(1, 1, 1, 1, 3, 2);
+/// let mut o = [0.0f64; 2];
+/// scaled_dot_product_attention(Poly, &dims, Qkv::new(&[1.0, 2.0, 3.0], &[0.5, 0.5, 0.5], &[7.0, -1.0]),
+///     &Options::new(), &mut o)?;
+/// assert_eq!(o, [7.0, -1.0]);
+/// # Ok::<(), attention_core::Error>(())
+/// ```
+pub fn scaled_dot_product_attention<F: Float, B: Backend<F>>(
+    backend: B,
+    dims: &Dims,
+    x: Qkv<'_, F>,
+    opts: &Options<'_, F>,
+    o: &mut [F],
+) -> Result<(), Error> {
+    attention(backend, dims, x, opts, Output::new(o))
+}
+
+/// The partial pass over the keys `keys` only (split-K / flash-decoding): continues each
+/// query's state (`states`, `heads × t`, start from [`QueryState::new`]) and output
+/// accumulator (`acc`, `heads × t × dv`, start from zeros) with those keys, under every mask
+/// and modifier of `opts` (the sink logits are folded in by [`attention_finish`]). Ranges may
+/// be processed in any order and in separate buffers, then combined with [`merge_partials`]:
+/// the result equals [`attention`] up to rounding.
+///
+/// # Errors
+///
+/// As [`attention`]; [`Error::KeyRange`] if `keys` is not within `0..s`;
+/// [`Error::LengthMismatch`] if `acc` or `states` do not fit the dimensions.
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{attention_finish, attention_partial, Dims, Options, Output, Qkv,
+///     QueryState, backend::Poly};
+/// let dims = Dims::new(1, 1, 1, 2, 1, 1);
+/// let x = Qkv::new(&[1.0f32][..], &[1.0, 2.0][..], &[10.0, 20.0][..]);
+/// let mut states = [QueryState::new(Poly)];
+/// let mut acc = [0.0f32];
+/// attention_partial(Poly, &dims, x, &Options::new(), 1..2, &mut acc, &mut states)?;
+/// attention_partial(Poly, &dims, x, &Options::new(), 0..1, &mut acc, &mut states)?;
+/// attention_finish(&dims, &Options::new(), &mut states, Output::new(&mut acc))?;
+/// let p1 = 1.0 / (1.0 + (-1.0f32).exp()); // weight of key 1 (scores 1 and 2)
+/// assert!((acc[0] - (10.0 * (1.0 - p1) + 20.0 * p1)).abs() < 1e-5);
+/// # Ok::<(), attention_core::Error>(())
+/// ```
+pub fn attention_partial<F: Float, B: Backend<F>>(
+    backend: B,
+    dims: &Dims,
+    x: Qkv<'_, F>,
+    opts: &Options<'_, F>,
+    keys: Range<usize>,
+    acc: &mut [F],
+    states: &mut [QueryState<F, B>],
+) -> Result<(), Error> {
+    let p = Plan::new(dims, &x, opts)?;
+    if keys.start > keys.end || keys.end > p.s {
+        return Err(Error::KeyRange {
+            start: keys.start,
+            end: keys.end,
+            s: p.s,
+        });
+    }
+    let ht = mul(p.heads, p.t)?;
+    check_len("acc", mul(ht, p.dv)?, acc.len())?;
+    check_len("states", ht, states.len())?;
+    if p.t == 0 {
+        return Ok(());
+    }
+    let keys = (keys.start as u64, keys.end as u64);
+    for h in 0..p.heads {
+        let g = h.checked_div(p.group).unwrap_or(0);
+        let q_h = part(x.q, h, p.t * p.d);
+        let k_g = part(x.k, g, p.s * p.d);
+        let v_g = part(x.v, g, p.s * p.dv);
+        let acc_h = part_mut(acc, h, p.t * p.dv);
+        let st_h = part_mut(states, h, p.t);
+        simd::dispatch(
+            #[inline(always)]
+            || {
+                let mut t0 = 0;
+                while t0 < p.t {
+                    let rows = TQ.min(p.t - t0);
+                    let st = st_h.get_mut(t0..t0 + rows).unwrap_or(&mut []);
+                    let acc = acc_h
+                        .get_mut(t0 * p.dv..(t0 + rows) * p.dv)
+                        .unwrap_or(&mut []);
+                    let q_tile = q_h.get(t0 * p.d..(t0 + rows) * p.d).unwrap_or(&[]);
+                    let tile = Rows {
+                        q_tile,
+                        k: k_g,
+                        v: v_g,
+                    };
+                    forward_tile(backend, &p, h, t0, &tile, keys, st, acc, true);
+                    t0 += rows;
+                }
+            },
+        );
+    }
+    Ok(())
+}
+
+/// Combines two partial results over disjoint key ranges (each an output accumulator,
+/// `heads × t × dv`, and its states, `heads × t`, from [`attention_partial`]): afterwards
+/// `acc`/`states` hold the partial result over both ranges. Associative and commutative up to
+/// rounding.
+///
+/// # Errors
+///
+/// [`Error::LengthMismatch`] if a buffer does not fit `dims`; [`Error::ShapeOverflow`].
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{attention_finish, attention_partial, merge_partials, Dims, Options,
+///     Output, Qkv, QueryState, backend::Poly};
+/// let dims = Dims::new(1, 1, 1, 2, 1, 1);
+/// let x = Qkv::new(&[1.0f32][..], &[1.0, 2.0][..], &[10.0, 20.0][..]);
+/// let (mut sa, mut sb) = ([QueryState::new(Poly)], [QueryState::new(Poly)]);
+/// let (mut a, mut b) = ([0.0f32], [0.0f32]);
+/// attention_partial(Poly, &dims, x, &Options::new(), 0..1, &mut a, &mut sa)?; // e.g. on core 0
+/// attention_partial(Poly, &dims, x, &Options::new(), 1..2, &mut b, &mut sb)?; // on core 1
+/// merge_partials(&dims, &mut a, &mut sa, &b, &sb)?;
+/// attention_finish(&dims, &Options::new(), &mut sa, Output::new(&mut a))?;
+/// assert!((a[0] - 17.310_586).abs() < 1e-4);
+/// # Ok::<(), attention_core::Error>(())
+/// ```
+pub fn merge_partials<F: Float, B: Backend<F>>(
+    dims: &Dims,
+    acc: &mut [F],
+    states: &mut [QueryState<F, B>],
+    other_acc: &[F],
+    other_states: &[QueryState<F, B>],
+) -> Result<(), Error> {
+    let ht = mul(dims.heads, dims.t)?;
+    let n = mul(ht, dims.dv)?;
+    check_len("acc", n, acc.len())?;
+    check_len("other_acc", n, other_acc.len())?;
+    check_len("states", ht, states.len())?;
+    check_len("other_states", ht, other_states.len())?;
+    if dims.dv == 0 {
+        return Err(Error::ZeroDim { what: "dv" });
+    }
+    for (((st, a), ost), oa) in states
+        .iter_mut()
+        .zip(acc.chunks_exact_mut(dims.dv.max(1)))
+        .zip(other_states)
+        .zip(other_acc.chunks_exact(dims.dv.max(1)))
+    {
+        st.merge(a, ost, oa)?;
+    }
+    Ok(())
+}
+
+/// Finishes partial results: folds in the sink logits of `opts` (if any), then writes the
+/// outputs. `out.o` holds the output accumulators on entry (`heads × t × dv`, from
+/// [`attention_partial`] / [`merge_partials`]) and the attention output on return; `lse` and
+/// `entropy` as in [`attention`]. Only the sink logits of `opts` are used.
+///
+/// # Errors
+///
+/// [`Error::LengthMismatch`] if a buffer does not fit `dims`; [`Error::ZeroDim`].
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{attention_finish, Dims, Options, Output, QueryState, backend::Poly};
+/// // A query that saw no key, with a sink logit: all the mass is on the sink.
+/// let dims = Dims::new(1, 1, 1, 0, 1, 1);
+/// let sink = [2.0f32];
+/// let (mut o, mut lse) = ([0.0f32], [0.0f32]);
+/// let mut states = [QueryState::new(Poly)];
+/// attention_finish(&dims, &Options::new().with_sink_logits(&sink), &mut states,
+///     Output::new(&mut o).with_lse(&mut lse))?;
+/// assert_eq!((o[0], lse[0]), (0.0, 2.0));
+/// # Ok::<(), attention_core::Error>(())
+/// ```
+pub fn attention_finish<F: Float, B: Backend<F>>(
+    dims: &Dims,
+    opts: &Options<'_, F>,
+    states: &mut [QueryState<F, B>],
+    out: Output<'_, F>,
+) -> Result<(), Error> {
+    crate::options::check_heads(dims.heads, dims.kv_heads)?;
+    if dims.dv == 0 {
+        return Err(Error::ZeroDim { what: "dv" });
+    }
+    let ht = mul(dims.heads, dims.t)?;
+    check_len("states", ht, states.len())?;
+    check_len("o", mul(ht, dims.dv)?, out.o.len())?;
+    if let Some(l) = &out.lse {
+        check_len("lse", ht, l.len())?;
+    }
+    if let Some(e) = &out.entropy {
+        check_len("entropy", ht, e.len())?;
+    }
+    if let Some(z) = opts.sink_logits() {
+        check_len("sink_logits", dims.heads, z.len())?;
+    }
+    let Output {
+        o,
+        mut lse,
+        mut entropy,
+    } = out;
+    for (i, (st, acc)) in states
+        .iter_mut()
+        .zip(o.chunks_exact_mut(dims.dv.max(1)))
+        .enumerate()
+    {
+        let h = i.checked_div(dims.t).unwrap_or(0);
+        if let Some(z) = opts.sink_logits().and_then(|z| z.get(h)) {
+            st.fold_sink(*z, acc);
+        }
+        let (l, e) = st.finish_row(acc);
+        if let Some(v) = lse.as_deref_mut().and_then(|x| x.get_mut(i)) {
+            *v = l;
+        }
+        if let Some(v) = entropy.as_deref_mut().and_then(|x| x.get_mut(i)) {
+            *v = e;
+        }
+    }
+    Ok(())
+}
+
+/// The inputs of one tile: its queries (`rows × d`) and its kv head's keys and values.
+pub(crate) struct Rows<'a, F> {
+    pub(crate) q_tile: &'a [F],
+    pub(crate) k: &'a [F],
+    pub(crate) v: &'a [F],
+}
+
+/// Folds the keys in `keys` into the states and accumulators of one tile of queries
+/// (`t0 .. t0 + states.len()` of head `h`).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn forward_tile<F: Float, B: Backend<F>>(
+    backend: B,
+    p: &Plan<'_, F>,
+    h: usize,
+    t0: usize,
+    x: &Rows<'_, F>,
+    keys: (u64, u64),
+    states: &mut [QueryState<F, B>],
+    acc: &mut [F],
+    entropy: bool,
+) {
+    let (d, dv, s) = (p.d, p.dv, p.s);
+    let koff = p.koff();
+    let tile = Tile::new(states.len(), keys, |r| {
+        p.rule.allowed(p.qpos(t0 + r), koff, s as u64, keys)
+    });
+    let rows = tile.rows;
+    let slope = p.slope(h);
+    let mut buf = [F::ZERO; TQ * BK];
+    let mut tmp = [F::ZERO; BK];
+    tile.for_each_block(keys, |spans, (u0, u1)| {
+        let w = (u1 - u0) as usize;
+        let Some(sc) = buf.get_mut(..rows * w) else {
+            return;
+        };
+        if linalg::matmul_nt(x.q_tile, keys_of(x.k, u0, u1, d), d, sc).is_err() {
+            return;
+        }
+        for (r, ((row, runs), (st, acc_r))) in sc
+            .chunks_exact_mut(w.max(1))
+            .zip(spans.iter())
+            .zip(states.iter_mut().zip(acc.chunks_exact_mut(dv.max(1))))
+            .enumerate()
+        {
+            let Some(runs) = runs else {
+                continue;
+            };
+            let (f, l) = runs.span();
+            let Some(row) = row.get_mut((f - u0) as usize..(l - u0) as usize) else {
+                continue;
+            };
+            let t = t0 + r;
+            let m = Mods {
+                scale: p.scale,
+                cap: p.softcap,
+                slope,
+                qp: p.qpos(t),
+            };
+            let row_off = (h * p.t + t) * s;
+            let bias = p
+                .bias
+                .and_then(|b| b.get(row_off + f as usize..row_off + l as usize));
+            let keep = p
+                .mask
+                .and_then(|k| k.get(t * s + f as usize..t * s + l as usize));
+            finalize(
+                backend,
+                row,
+                &m,
+                f + koff,
+                bias,
+                keep,
+                gap_in(runs, f),
+                None,
+            );
+            let n = row.len();
+            st.step(row, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
+            for run in [Some(runs.first), runs.second].into_iter().flatten() {
+                let wr = row
+                    .get((run.0 - f) as usize..(run.1 - f) as usize)
+                    .unwrap_or(&[]);
+                let vr = keys_of(x.v, run.0, run.1, dv);
+                let _ = linalg::matmul_nn(wr, vr, wr.len(), dv, acc_r, true);
+            }
+        }
+    });
+}

@@ -1,0 +1,708 @@
+//! attention-core's forward pass against the naive f64 reference (`attention_ref.rs`), for
+//! every combination of masks and score modifiers, grouped-query attention, key counts across
+//! the 64-key blocks, f32 and f64; the edge semantics of CONFORMANCE.md; the errors; the default
+//! scale and the ALiBi slopes.
+//!
+//! Tolerances come from an error analysis, not from observation: a score carries the dot
+//! product's stated bound plus a few roundings of each modifier (`δs`); a weight's relative
+//! error is then at most `2·δs_max` plus a few roundings, and each output adds its accumulation
+//! (`n` additions of `u·Σ p|v|` at most). Each check also prints its worst ratio to the bound.
+
+#[path = "attention_support/reference.rs"]
+mod attention_ref;
+
+use attention_core::backend::{Libm, Poly};
+use attention_core::{
+    alibi_slope, alibi_slopes, attention, default_scale, Causal, Dims, Error, Float, Options,
+    Output, Qkv,
+};
+use attention_ref::{alibi_slopes as ref_alibi_slopes, backward as ref_backward, forward, Case};
+
+/// A small deterministic generator (SplitMix64).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// A value exactly representable in f32, uniform on [-a, a).
+    fn val(&mut self, a: f64) -> f64 {
+        ((self.unit() * 2.0 - 1.0) * a) as f32 as f64
+    }
+}
+
+/// The precision of a type.
+fn unit<F: Float>() -> f64 {
+    F::EPSILON.to_f64() / 2.0
+}
+
+/// `(o, lse, entropy)`, widened to f64.
+type Outs = (Vec<f64>, Vec<f64>, Vec<f64>);
+
+/// Runs attention-core on a reference case in type `F`; returns (o, lse, entropy) widened.
+fn run<F: Float>(c: &Case, backend_libm: bool) -> Result<Outs, Error>
+where
+    Poly: attention_core::backend::Backend<F>,
+    Libm: attention_core::backend::Backend<F>,
+{
+    let cv = |x: &[f64]| x.iter().map(|&v| F::from_f64(v)).collect::<Vec<F>>();
+    let (q, k, v) = (cv(&c.q), cv(&c.k), cv(&c.v));
+    let bias = c.bias.as_ref().map(|b| cv(b));
+    let sinks = c.sink_logits.as_ref().map(|z| cv(z));
+    let mut opts = Options::new()
+        .with_causal(match c.causal {
+            0 => Causal::None,
+            1 => Causal::BottomRight,
+            _ => Causal::TopLeft,
+        })
+        .with_alibi(c.alibi)
+        .with_sinks(c.sinks);
+    if let Some(s) = c.scale {
+        opts = opts.with_scale(F::from_f64(s));
+    }
+    if let Some(m) = &c.mask {
+        opts = opts.with_mask(m);
+    }
+    if let Some(b) = &bias {
+        opts = opts.with_bias(b);
+    }
+    if let Some(w) = c.window {
+        opts = opts.with_window(w);
+    }
+    if let Some(cap) = c.softcap {
+        opts = opts.with_softcap(F::from_f64(cap));
+    }
+    if let Some(z) = &sinks {
+        opts = opts.with_sink_logits(z);
+    }
+    let dims = Dims::new(c.heads, c.kv_heads, c.t, c.s, c.d, c.dv);
+    let mut o = vec![F::NAN; c.heads * c.t * c.dv];
+    let mut lse = vec![F::NAN; c.heads * c.t];
+    let mut ent = vec![F::NAN; c.heads * c.t];
+    let out = Output::new(&mut o)
+        .with_lse(&mut lse)
+        .with_entropy(&mut ent);
+    let x = Qkv::new(&q, &k, &v);
+    if backend_libm {
+        attention(Libm, &dims, x, &opts, out)?;
+    } else {
+        attention(Poly, &dims, x, &opts, out)?;
+    }
+    let w = |x: Vec<F>| x.into_iter().map(F::to_f64).collect::<Vec<f64>>();
+    Ok((w(o), w(lse), w(ent)))
+}
+
+/// A random case with the given option combination (`combo` bits: mask, bias, alibi, window,
+/// sinks, softcap, sink logits; `causal` 0..3).
+fn random_case(rng: &mut Rng, causal: u8, combo: u32) -> Case {
+    let (heads, kv_heads) = [(1, 1), (2, 1), (2, 2), (4, 2), (6, 3), (3, 1)][rng.below(6)];
+    let t = [1, 2, 3, 7, 9, 16, 17][rng.below(7)];
+    let s = [1, 5, 40, 64, 65, 100, 130, 150][rng.below(8)];
+    let d = [1, 3, 8, 17][rng.below(4)];
+    let dv = [1, 5, 16][rng.below(3)];
+    let mut c = Case {
+        heads,
+        kv_heads,
+        t,
+        s,
+        d,
+        dv,
+        causal,
+        ..Case::default()
+    };
+    c.q = (0..heads * t * d).map(|_| rng.val(2.0)).collect();
+    c.k = (0..kv_heads * s * d).map(|_| rng.val(2.0)).collect();
+    c.v = (0..kv_heads * s * dv).map(|_| rng.val(3.0)).collect();
+    if rng.below(3) == 0 {
+        c.scale = Some(rng.val(1.5));
+    }
+    if combo & 1 != 0 {
+        c.mask = Some((0..t * s).map(|_| rng.below(5) != 0).collect());
+    }
+    if combo & 2 != 0 {
+        c.bias = Some(
+            (0..heads * t * s)
+                .map(|_| {
+                    if rng.below(20) == 0 {
+                        f64::NEG_INFINITY
+                    } else {
+                        rng.val(2.0)
+                    }
+                })
+                .collect(),
+        );
+    }
+    c.alibi = combo & 4 != 0;
+    if combo & 8 != 0 {
+        c.window = Some(1 + rng.below(s + 3));
+    }
+    if combo & 16 != 0 {
+        c.sinks = rng.below(6);
+    }
+    if combo & 32 != 0 {
+        c.softcap = Some([0.5, 2.0, 10.0][rng.below(3)]);
+    }
+    if combo & 64 != 0 {
+        c.sink_logits = Some((0..heads).map(|_| rng.val(3.0)).collect());
+    }
+    c
+}
+
+/// Per-row error bounds for type `F`: (per output element, lse, entropy).
+fn bounds<F: Float>(c: &Case, r: &attention_ref::Out) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let u = unit::<F>();
+    let slopes = attention_ref::alibi_slopes(c.heads);
+    let mut bo = vec![0.0; r.o.len()];
+    let mut bl = vec![0.0; r.lse.len()];
+    let mut be = vec![0.0; r.entropy.len()];
+    for h in 0..c.heads {
+        let g = h / (c.heads / c.kv_heads);
+        for t in 0..c.t {
+            let row = h * c.t + t;
+            let rs = c.row_scores(h, t);
+            // δs_j: the dot product's bound (scaled), plus a few roundings of each term.
+            let mut ds_max: f64 = 0.0;
+            let mut n_allowed = 0.0;
+            let mut mean = 0.0;
+            for j in 0..c.s {
+                let Some(sj) = rs.s[j].filter(|&x| x > f64::NEG_INFINITY) else {
+                    continue;
+                };
+                n_allowed += 1.0;
+                mean += r.p[row * c.s + j] * sj;
+                let qk: f64 = (0..c.d)
+                    .map(|i| (c.q[row * c.d + i] * c.k[(g * c.s + j) * c.d + i]).abs())
+                    .sum();
+                let dot_err = ((c.d as f64 / 16.0).ceil() + 4.0) * u * qk * c.scale().abs();
+                let bias = c.bias.as_ref().map_or(0.0, |b| b[row * c.s + j].abs());
+                let ali = if c.alibi {
+                    slopes[h] * (c.qpos(t) - j as i64).abs() as f64
+                } else {
+                    0.0
+                };
+                let e = dot_err + 8.0 * u * (rs.z[j].abs() + bias + ali + sj.abs());
+                ds_max = ds_max.max(e);
+            }
+            let mean = mean + c.sink_logits.as_ref().map_or(0.0, |z| r.p_sink[row] * z[h]);
+            for i in 0..c.dv {
+                let mag: f64 = (0..c.s)
+                    .map(|j| r.p[row * c.s + j] * c.v[(g * c.s + j) * c.dv + i].abs())
+                    .sum();
+                bo[row * c.dv + i] = ((n_allowed + 16.0) * u + 4.0 * ds_max) * mag + 1e-300;
+            }
+            bl[row] = ds_max + 8.0 * u * (1.0 + r.lse[row].abs());
+            let spread: f64 = (0..c.s)
+                .filter_map(|j| {
+                    rs.s[j]
+                        .filter(|&x| x > f64::NEG_INFINITY)
+                        .map(|s| r.p[row * c.s + j] * (s - mean).abs())
+                })
+                .sum::<f64>()
+                + c.sink_logits
+                    .as_ref()
+                    .map_or(0.0, |z| r.p_sink[row] * (z[h] - mean).abs());
+            be[row] = 2.0 * ds_max * (1.0 + spread) + 16.0 * u * (1.0 + spread + r.entropy[row]);
+        }
+    }
+    (bo, bl, be)
+}
+
+/// The shape and options of a case, for messages.
+fn describe(c: &Case) -> String {
+    format!(
+        "H {} Hkv {} T {} S {} d {} dv {} scale {:?} causal {} mask {} bias {} alibi {} window {:?} sinks {} softcap {:?} sink_logits {:?}",
+        c.heads, c.kv_heads, c.t, c.s, c.d, c.dv, c.scale, c.causal, c.mask.is_some(),
+        c.bias.is_some(), c.alibi, c.window, c.sinks, c.softcap, c.sink_logits
+    )
+}
+
+/// Compares one case in type `F` with the reference; returns the worst ratio of error to bound.
+fn check<F: Float>(c: &Case, libm: bool, what: &str) -> f64
+where
+    Poly: attention_core::backend::Backend<F>,
+    Libm: attention_core::backend::Backend<F>,
+{
+    let r = forward(c);
+    let (o, lse, ent) = run::<F>(c, libm).expect("valid case");
+    let (bo, bl, be) = bounds::<F>(c, &r);
+    let mut worst: f64 = 0.0;
+    let mut cmp = |name: &str, got: &[f64], want: &[f64], b: &[f64]| {
+        for i in 0..got.len() {
+            if want[i].is_infinite() || got[i].is_infinite() {
+                assert_eq!(got[i], want[i], "{what} {name}[{i}] {}", describe(c));
+                continue;
+            }
+            let err = (got[i] - want[i]).abs();
+            assert!(
+                err <= b[i],
+                "{what}: {name}[{i}] = {} want {} (err {err:e} > bound {:e})\n{}",
+                got[i],
+                want[i],
+                b[i],
+                describe(c)
+            );
+            worst = worst.max(err / b[i]);
+        }
+    };
+    cmp("o", &o, &r.o, &bo);
+    cmp("lse", &lse, &r.lse, &bl);
+    cmp("entropy", &ent, &r.entropy, &be);
+    worst
+}
+
+#[test]
+fn every_mask_and_modifier_combination_matches_the_reference() {
+    let mut rng = Rng(0xa77e_4710);
+    let (mut w32, mut w64) = (0.0f64, 0.0f64);
+    let mut n = 0;
+    for causal in 0..3u8 {
+        for combo in 0..128u32 {
+            // `sinks` only matters with a window.
+            if combo & 16 != 0 && combo & 8 == 0 {
+                continue;
+            }
+            let c = random_case(&mut rng, causal, combo);
+            w32 = w32.max(check::<f32>(&c, combo % 3 == 0, "f32"));
+            w64 = w64.max(check::<f64>(&c, combo % 3 == 1, "f64"));
+            n += 1;
+        }
+    }
+    eprintln!("{n} combinations; worst error / bound: f32 {w32:.3}, f64 {w64:.3}");
+}
+
+#[test]
+fn long_rows_and_tiles_match_the_reference() {
+    // Key counts well past several blocks, queries past several tiles, T > S and T < S.
+    let mut rng = Rng(7);
+    let mut worst: f64 = 0.0;
+    for &(t, s, causal, window, sinks) in &[
+        (40usize, 300usize, 1u8, None, 0usize),
+        (40, 300, 0, Some(70), 3),
+        (300, 40, 1, None, 0),
+        (300, 40, 2, Some(9), 2),
+        (129, 129, 2, Some(64), 1),
+        (20, 257, 1, Some(128), 70),
+    ] {
+        let mut c = random_case(&mut rng, causal, 0);
+        c.t = t;
+        c.s = s;
+        c.heads = 2;
+        c.kv_heads = 1;
+        c.d = 16;
+        c.dv = 8;
+        c.window = window;
+        c.sinks = sinks;
+        c.alibi = true;
+        c.q = (0..2 * t * 16).map(|_| rng.val(1.0)).collect();
+        c.k = (0..s * 16).map(|_| rng.val(1.0)).collect();
+        c.v = (0..s * 8).map(|_| rng.val(1.0)).collect();
+        c.mask = None;
+        worst = worst.max(check::<f32>(&c, false, "long f32"));
+        worst = worst.max(check::<f64>(&c, false, "long f64"));
+    }
+    eprintln!("long rows: worst error / bound {worst:.3}");
+}
+
+fn tiny(t: usize, s: usize) -> Case {
+    Case {
+        heads: 2,
+        kv_heads: 1,
+        t,
+        s,
+        d: 2,
+        dv: 2,
+        q: (0..2 * t * 2)
+            .map(|i| (i % 5) as f64 * 0.25 - 0.5)
+            .collect(),
+        k: (0..s * 2).map(|i| (i % 7) as f64 * 0.25 - 0.75).collect(),
+        v: (0..s * 2).map(|i| (i % 3) as f64 - 1.0).collect(),
+        ..Case::default()
+    }
+}
+
+#[test]
+fn a_query_with_no_allowed_key_gives_zeros_and_minus_infinity() {
+    for (label, c) in [
+        ("mask all false", {
+            let mut c = tiny(3, 4);
+            c.mask = Some(vec![false; 12]);
+            c
+        }),
+        ("causal, T > S", {
+            let mut c = tiny(6, 2);
+            c.causal = 1;
+            c
+        }),
+        ("no keys at all", tiny(3, 0)),
+        ("bias -inf everywhere", {
+            let mut c = tiny(2, 3);
+            c.bias = Some(vec![f64::NEG_INFINITY; 2 * 2 * 3]);
+            c
+        }),
+    ] {
+        for sinks in [None, Some(vec![0.5, -2.0])] {
+            let c = Case {
+                sink_logits: sinks.clone(),
+                ..c.clone()
+            };
+            let base = forward(&Case {
+                sink_logits: None,
+                ..c.clone()
+            });
+            let mut empty_rows = 0;
+            for (o, lse, ent) in [
+                run::<f32>(&c, false).unwrap(),
+                run::<f64>(&c, true).unwrap(),
+            ] {
+                for row in 0..c.heads * c.t {
+                    if base.lse[row] != f64::NEG_INFINITY {
+                        continue;
+                    }
+                    empty_rows += 1;
+                    for i in 0..c.dv {
+                        assert_eq!(o[row * c.dv + i].to_bits(), 0.0f64.to_bits(), "{label}");
+                    }
+                    let want = sinks.as_ref().map_or(f64::NEG_INFINITY, |z| z[row / c.t]);
+                    assert_eq!(lse[row] as f32, want as f32, "{label}");
+                    assert_eq!(ent[row], 0.0, "{label}");
+                }
+                assert!(
+                    o.iter().chain(&lse).chain(&ent).all(|x| !x.is_nan()),
+                    "{label}"
+                );
+            }
+            assert!(empty_rows > 0, "{label}: no empty row tested");
+        }
+    }
+}
+
+#[test]
+fn positive_infinite_scores_share_the_mass() {
+    // Keys 1 and 3 get a +inf bias: the output is the mean of their values, lse +inf,
+    // entropy ln 2; another query row is untouched.
+    let mut c = tiny(2, 5);
+    c.heads = 1;
+    c.q.truncate(4);
+    let mut b = vec![0.0; 10];
+    b[1] = f64::INFINITY;
+    b[3] = f64::INFINITY;
+    c.bias = Some(b);
+    let (o, lse, ent) = run::<f32>(&c, false).unwrap();
+    let want: Vec<f64> = (0..2).map(|i| (c.v[2 + i] + c.v[6 + i]) / 2.0).collect();
+    assert_eq!(&o[..2], &want[..]);
+    assert_eq!(lse[0], f64::INFINITY);
+    assert!((ent[0] - 2f64.ln()).abs() < 1e-7);
+    let r = forward(&Case {
+        bias: Some(vec![0.0; 10]),
+        ..c.clone()
+    });
+    assert!((o[2] - r.o[2]).abs() < 1e-6 && lse[1].is_finite());
+}
+
+#[test]
+fn nan_poisons_only_its_query_and_masked_keys_are_never_scores() {
+    let mut c = tiny(3, 70);
+    c.heads = 1;
+    c.q.truncate(6);
+    c.q[2] = f64::NAN; // query 1
+                       // A NaN key that every query masks out: its score is never used.
+    c.k[2 * 66] = f64::NAN;
+    let mut m = vec![true; 3 * 70];
+    for t in 0..3 {
+        m[t * 70 + 66] = false;
+    }
+    c.mask = Some(m);
+    let (o, lse, ent) = run::<f32>(&c, false).unwrap();
+    assert!(o[2].is_nan() && o[3].is_nan() && lse[1].is_nan() && ent[1].is_nan());
+    for row in [0, 2] {
+        assert!(!o[row * 2].is_nan() && !lse[row].is_nan() && !ent[row].is_nan());
+    }
+}
+
+#[test]
+fn extreme_scores_do_not_overflow() {
+    // q·k of ±1e38·1e1 overflows to ±inf in f32: with a soft-cap it becomes ±c, without it +inf
+    // keys share the mass.
+    let mut c = tiny(1, 3);
+    c.heads = 1;
+    c.q = vec![1e38, 0.0];
+    c.k = vec![10.0, 0.0, -10.0, 0.0, 1.0, 0.0];
+    c.scale = Some(1.0);
+    c.softcap = Some(5.0);
+    let (o, lse, _) = run::<f32>(&c, false).unwrap();
+    let r = forward(&Case {
+        q: vec![1e39, 0.0],
+        ..c.clone()
+    });
+    assert!((lse[0] - r.lse[0]).abs() < 1e-5, "{} {}", lse[0], r.lse[0]);
+    assert!((o[0] - r.o[0]).abs() < 1e-5);
+    c.softcap = None;
+    let (o, lse, _) = run::<f32>(&c, false).unwrap();
+    assert_eq!(lse[0], f64::INFINITY);
+    assert_eq!(o[0], c.v[0]);
+}
+
+#[test]
+fn errors_for_every_structural_problem() {
+    let q = [0.0f32; 8];
+    let k = [0.0f32; 8];
+    let v = [0.0f32; 8];
+    let mut o = [0.0f32; 8];
+    let x = Qkv::new(&q[..], &k[..], &v[..]);
+    let call = |dims: Dims, opts: Options<'_, f32>, o: &mut [f32]| {
+        attention(Poly, &dims, x, &opts, Output::new(o))
+    };
+    let ok = Dims::new(2, 1, 2, 4, 2, 2);
+    assert_eq!(call(ok, Options::new(), &mut o), Ok(()));
+    assert_eq!(
+        call(Dims::new(2, 0, 2, 4, 2, 2), Options::new(), &mut o),
+        Err(Error::ZeroDim { what: "kv_heads" })
+    );
+    assert_eq!(
+        call(Dims::new(3, 2, 2, 4, 2, 2), Options::new(), &mut o),
+        Err(Error::KvHeads {
+            heads: 3,
+            kv_heads: 2
+        })
+    );
+    assert_eq!(
+        call(Dims::new(2, 1, 2, 4, 0, 2), Options::new(), &mut o),
+        Err(Error::ZeroDim { what: "d" })
+    );
+    assert_eq!(
+        call(Dims::new(2, 1, 2, 3, 2, 2), Options::new(), &mut o),
+        Err(Error::LengthMismatch {
+            what: "k",
+            expected: 6,
+            found: 8
+        })
+    );
+    assert_eq!(
+        call(ok, Options::new(), &mut o[..7]),
+        Err(Error::LengthMismatch {
+            what: "o",
+            expected: 8,
+            found: 7
+        })
+    );
+    assert_eq!(
+        call(Dims::new(usize::MAX, 1, 2, 4, 2, 2), Options::new(), &mut o),
+        Err(Error::ShapeOverflow)
+    );
+    let keep = [true; 7];
+    assert_eq!(
+        call(ok, Options::new().with_mask(&keep), &mut o),
+        Err(Error::LengthMismatch {
+            what: "mask",
+            expected: 8,
+            found: 7
+        })
+    );
+    let bias = [0.0f32; 8];
+    assert_eq!(
+        call(ok, Options::new().with_bias(&bias), &mut o),
+        Err(Error::LengthMismatch {
+            what: "bias",
+            expected: 16,
+            found: 8
+        })
+    );
+    let z = [0.0f32; 3];
+    assert_eq!(
+        call(ok, Options::new().with_sink_logits(&z), &mut o),
+        Err(Error::LengthMismatch {
+            what: "sink_logits",
+            expected: 2,
+            found: 3
+        })
+    );
+    for s in [f32::NAN, f32::INFINITY] {
+        assert_eq!(
+            call(ok, Options::new().with_scale(s), &mut o),
+            Err(Error::InvalidScale)
+        );
+    }
+    for c in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        assert_eq!(
+            call(ok, Options::new().with_softcap(c), &mut o),
+            Err(Error::InvalidSoftcap)
+        );
+    }
+    assert_eq!(
+        call(ok, Options::new().with_window(0), &mut o),
+        Err(Error::InvalidWindow)
+    );
+    // lse / entropy buffers.
+    let mut l = [0.0f32; 3];
+    assert_eq!(
+        attention(
+            Poly,
+            &ok,
+            x,
+            &Options::new(),
+            Output::new(&mut o).with_lse(&mut l)
+        ),
+        Err(Error::LengthMismatch {
+            what: "lse",
+            expected: 4,
+            found: 3
+        })
+    );
+    // Every error displays a message.
+    for e in [
+        Error::ShapeOverflow,
+        Error::InvalidScale,
+        Error::CacheFull { capacity: 3 },
+        Error::EmptyCache,
+        Error::KeyRange {
+            start: 1,
+            end: 9,
+            s: 4,
+        },
+        Error::from(softmax_core::Error::EmptyRow),
+    ] {
+        assert!(!e.to_string().is_empty());
+    }
+}
+
+/// Whether `c` (positive) is the correctly rounded value of `1/√d`, checked exactly in
+/// integers: the midpoints between `c` and its neighbours bracket `1/√d`.
+fn is_correctly_rounded_inv_sqrt(bits: u64, mant_bits: u32, d: u128) -> bool {
+    // c = m·2^e with m < 2^(mant_bits+1); midpoints m ± 1/2 (the lower one m − 1/4 when m is a
+    // power of two, whose lower neighbour is half as far).
+    let exp_bits = if mant_bits == 52 { 11 } else { 8 };
+    let bias = (1i64 << (exp_bits - 1)) - 1;
+    let frac = bits & ((1u64 << mant_bits) - 1);
+    let ebits = (bits >> mant_bits) as i64;
+    let m = (frac | (1u64 << mant_bits)) as u128;
+    let e = ebits - bias - mant_bits as i64; // c = m·2^e
+                                             // (m ± δ)²·2^(2e)·d vs 1, with 4m ± 4δ integers: (4m ± k)²·d vs 2^(4 − 2e).
+    let p = (4 - 2 * e) as u32;
+    let hi = (4 * m + 2) * (4 * m + 2) * d;
+    let lo_off = if frac == 0 { 1 } else { 2 };
+    let lo = (4 * m - lo_off) * (4 * m - lo_off) * d;
+    let one = 1u128 << p;
+    hi >= one && lo <= one
+}
+
+#[test]
+fn default_scale_is_correctly_rounded() {
+    let mut f64_cr = 0;
+    for d in 1..=65536usize {
+        let s32: f32 = default_scale(d);
+        assert!(
+            is_correctly_rounded_inv_sqrt(s32.to_bits() as u64, 23, d as u128),
+            "f32 d = {d}: {s32}"
+        );
+        let s64: f64 = default_scale(d);
+        let cr = is_correctly_rounded_inv_sqrt(s64.to_bits(), 52, d as u128);
+        f64_cr += usize::from(cr);
+        if !cr {
+            // Within one ulp: one of the neighbours is.
+            let up = f64::from_bits(s64.to_bits() + 1);
+            let down = f64::from_bits(s64.to_bits() - 1);
+            assert!(
+                is_correctly_rounded_inv_sqrt(up.to_bits(), 52, d as u128)
+                    || is_correctly_rounded_inv_sqrt(down.to_bits(), 52, d as u128),
+                "f64 d = {d}"
+            );
+        }
+    }
+    eprintln!("default_scale f64: {f64_cr} of 65536 correctly rounded, the rest within 1 ulp");
+    assert_eq!(default_scale::<f32>(64), 0.125);
+    assert_eq!(default_scale::<f32>(0), f32::INFINITY);
+}
+
+#[test]
+fn alibi_slopes_are_the_reference_codes() {
+    let mut ref_ulps: f64 = 0.0;
+    for n in 1..=256usize {
+        let want = attention_ref::alibi_slopes(n);
+        let mut got32 = vec![0.0f32; n];
+        alibi_slopes(&mut got32).unwrap();
+        for h in 0..n {
+            assert_eq!(got32[h], want[h] as f32, "n {n} h {h}");
+            // In f64: the exact 2^(−a/p) (std's powf of an exact exponent, < 1 ULP), within
+            // 1 ULP; the reference code's own f64 arithmetic (start·ratio^i) strays further.
+            let p = 1usize << (usize::BITS - 1 - n.leading_zeros());
+            let x = if h < p {
+                -8.0 * (h + 1) as f64 / p as f64
+            } else {
+                -4.0 * (2 * (h - p) + 1) as f64 / p as f64
+            };
+            let exact = 2f64.powf(x);
+            let g64: f64 = alibi_slope(n, h);
+            let ulp = f64::EPSILON * exact;
+            assert!((g64 - exact).abs() <= ulp, "n {n} h {h}: {g64} {exact}");
+            ref_ulps = ref_ulps.max((want[h] - exact).abs() / ulp);
+        }
+    }
+    eprintln!("the reference code's own f64 slopes stray up to {ref_ulps:.0} ULP from 2^x");
+    assert_eq!(
+        alibi_slopes::<f32>(&mut []),
+        Err(Error::ZeroDim { what: "heads" })
+    );
+}
+
+/// The reference itself, against values worked out by hand.
+#[test]
+fn reference_against_hand_computed_values() {
+    // One head, one query, keys at scores 0 and ln 3 (q·k with scale 1): weights 1/4, 3/4.
+    let c = Case {
+        heads: 1,
+        kv_heads: 1,
+        t: 1,
+        s: 2,
+        d: 1,
+        dv: 1,
+        q: vec![1.0],
+        k: vec![0.0, 3f64.ln()],
+        v: vec![4.0, 8.0],
+        scale: Some(1.0),
+        ..Case::default()
+    };
+    let f = forward(&c);
+    assert!((f.o[0] - 7.0).abs() < 1e-15);
+    assert!((f.lse[0] - 4f64.ln()).abs() < 1e-15);
+    let h = -(0.25f64 * 0.25f64.ln() + 0.75 * 0.75f64.ln());
+    assert!((f.entropy[0] - h).abs() < 1e-15);
+    // With a sink logit ln 4: weights 1/8, 3/8 and the sink 1/2.
+    let c2 = Case {
+        sink_logits: Some(vec![4f64.ln()]),
+        ..c.clone()
+    };
+    let f2 = forward(&c2);
+    assert!((f2.o[0] - 3.5).abs() < 1e-15);
+    assert!((f2.p_sink[0] - 0.5).abs() < 1e-15);
+    // Bottom-right vs top-left with T = 1, S = 2: the query sits at position 1 (sees both) or
+    // 0 (sees key 0 only).
+    let br = forward(&Case {
+        causal: 1,
+        ..c.clone()
+    });
+    let tl = forward(&Case {
+        causal: 2,
+        ..c.clone()
+    });
+    assert!((br.o[0] - 7.0).abs() < 1e-15);
+    assert_eq!(tl.o[0], 4.0);
+    // ALiBi slopes of the paper for 8 heads: 1/2, 1/4, ..., 1/256; 6 heads: the 4-head slopes,
+    // then 2^-1, 2^-3 (every other 8-head slope).
+    assert_eq!(ref_alibi_slopes(8)[0], 0.5);
+    assert_eq!(ref_alibi_slopes(8)[7], 1.0 / 256.0);
+    let s6 = ref_alibi_slopes(6);
+    assert_eq!(&s6[..], &[0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125]);
+    // Gradient: dv = p.
+    let g = ref_backward(&c, &[1.0]);
+    assert!((g.dv[0] - 0.25).abs() < 1e-15 && (g.dv[1] - 0.75).abs() < 1e-15);
+}

@@ -1,0 +1,445 @@
+//! The option and output types the losses share: [`Reduction`], the caller's output buffers
+//! ([`Outputs`], [`RowStats`]) and the options of the cross-entropy family
+//! ([`CrossEntropyOptions`]).
+
+#![forbid(unsafe_code)]
+
+use softmax_core::Float;
+
+use crate::error::{check_len, Error};
+
+/// How per-sample (or per-element) losses are combined, as PyTorch's `reduction`.
+///
+/// # Examples
+///
+/// ```
+/// use loss_core::Reduction;
+/// assert_eq!(Reduction::default(), Reduction::Mean);
+/// assert_eq!(Reduction::BatchMean.name(), "batchmean");
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Reduction {
+    /// No reduction: one loss per sample (or element); the function returns their sum, which is
+    /// the value its gradient belongs to.
+    None,
+    /// The sum.
+    Sum,
+    /// The mean: the sum divided by the summed weights of the targets not ignored (cross-entropy,
+    /// NLL), by the batch size (probability targets), or by the number of elements
+    /// (element-wise losses). The PyTorch default.
+    #[default]
+    Mean,
+    /// `kl_div` only: the sum divided by the batch size (PyTorch's `"batchmean"`).
+    BatchMean,
+}
+
+impl Reduction {
+    /// PyTorch's name: `"none"`, `"sum"`, `"mean"`, `"batchmean"`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(loss_core::Reduction::Sum.name(), "sum");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::None => "none",
+            Reduction::Sum => "sum",
+            Reduction::Mean => "mean",
+            Reduction::BatchMean => "batchmean",
+        }
+    }
+}
+
+/// The caller's buffers for a loss's results besides its return value: the per-sample losses and
+/// the gradient with respect to the loss's first input. Both are optional; a loss computes only
+/// what is asked for (without a gradient buffer the cross-entropy family needs no buffer at all).
+///
+/// * `losses`: with [`Reduction::None`] one value per sample (or element); with the other
+///   reductions one value, the reduced loss (the return value, once more).
+/// * `grad`: the gradient of the returned loss, as long as the first input.
+///
+/// # Examples
+///
+/// ```
+/// use loss_core::{mse_loss, Outputs, Reduction};
+/// let mut per = [0.0f32; 2];
+/// let mut g = [0.0f32; 2];
+/// let total = mse_loss(&[1.0, 2.0], &[0.0, 0.0], Reduction::None,
+///                      Outputs::new().with_losses(&mut per).with_grad(&mut g))?;
+/// assert_eq!((total, per, g), (5.0, [1.0, 4.0], [2.0, 4.0]));
+/// # Ok::<(), loss_core::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct Outputs<'a, F> {
+    pub(crate) losses: Option<&'a mut [F]>,
+    pub(crate) grad: Option<&'a mut [F]>,
+}
+
+impl<'a, F: Float> Outputs<'a, F> {
+    /// No outputs: only the return value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::Outputs::<f32>::new();
+    /// # let _ = o;
+    /// ```
+    pub fn new() -> Self {
+        Outputs {
+            losses: None,
+            grad: None,
+        }
+    }
+
+    /// Also write the per-sample losses (or, with a reducing [`Reduction`], the one reduced
+    /// value) into `losses`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut l = [0.0f64; 3];
+    /// let o = loss_core::Outputs::new().with_losses(&mut l);
+    /// # let _ = o;
+    /// ```
+    pub fn with_losses(self, losses: &'a mut [F]) -> Self {
+        Outputs {
+            losses: Some(losses),
+            ..self
+        }
+    }
+
+    /// Also write the gradient of the returned loss into `grad`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut g = [0.0f32; 4];
+    /// let o = loss_core::Outputs::new().with_grad(&mut g);
+    /// # let _ = o;
+    /// ```
+    pub fn with_grad(self, grad: &'a mut [F]) -> Self {
+        Outputs {
+            grad: Some(grad),
+            ..self
+        }
+    }
+
+    /// Checks the buffers' lengths: `grad` must hold `n_grad` values; `losses` `n_losses` with
+    /// [`Reduction::None`], 1 otherwise.
+    pub(crate) fn check(
+        &self,
+        reduction: Reduction,
+        n_losses: usize,
+        n_grad: usize,
+    ) -> Result<(), Error> {
+        if let Some(l) = &self.losses {
+            let want = if reduction == Reduction::None {
+                n_losses
+            } else {
+                1
+            };
+            check_len("losses", want, l.len())?;
+        }
+        if let Some(g) = &self.grad {
+            check_len("grad", n_grad, g.len())?;
+        }
+        Ok(())
+    }
+}
+
+/// Optional per-row statistics of the cross-entropy pass, for every row (ignored rows
+/// included): the log-sum-exp of the row's (soft-capped) logits, the Shannon entropy (nats) of
+/// its softmax, and the index of its largest logit (first on ties, NaN counts as largest, as
+/// PyTorch's `argmax`; taken over the raw logits, which the monotone soft-cap does not reorder).
+///
+/// # Examples
+///
+/// ```
+/// use loss_core::{cross_entropy, CrossEntropyOptions, Outputs, RowStats};
+/// use loss_core::softmax_core::backend::Poly;
+/// let (mut lse, mut h, mut am) = ([0.0f32; 1], [0.0f32; 1], [0usize; 1]);
+/// cross_entropy(Poly, &[0.0f32, 0.0, 5.0], 3, &[2], &CrossEntropyOptions::new(), Outputs::new(),
+///               RowStats::new().with_lse(&mut lse).with_entropy(&mut h).with_argmax(&mut am))?;
+/// assert_eq!(am, [2]);
+/// assert!((lse[0] - 5.013_385_9).abs() < 1e-6);
+/// assert!((h[0] - 0.079_869_45).abs() < 1e-6);
+/// # Ok::<(), loss_core::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct RowStats<'a, F> {
+    pub(crate) lse: Option<&'a mut [F]>,
+    pub(crate) entropy: Option<&'a mut [F]>,
+    pub(crate) argmax: Option<&'a mut [usize]>,
+}
+
+impl<'a, F: Float> RowStats<'a, F> {
+    /// No statistics.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let s = loss_core::RowStats::<f32>::new();
+    /// # let _ = s;
+    /// ```
+    pub fn new() -> Self {
+        RowStats {
+            lse: None,
+            entropy: None,
+            argmax: None,
+        }
+    }
+
+    /// Write each row's log-sum-exp into `lse` (one per row).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut l = [0.0f32; 2];
+    /// let s = loss_core::RowStats::new().with_lse(&mut l);
+    /// # let _ = s;
+    /// ```
+    pub fn with_lse(self, lse: &'a mut [F]) -> Self {
+        RowStats {
+            lse: Some(lse),
+            ..self
+        }
+    }
+
+    /// Write each row's softmax entropy (nats) into `entropy` (one per row).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut h = [0.0f64; 2];
+    /// let s = loss_core::RowStats::new().with_entropy(&mut h);
+    /// # let _ = s;
+    /// ```
+    pub fn with_entropy(self, entropy: &'a mut [F]) -> Self {
+        RowStats {
+            entropy: Some(entropy),
+            ..self
+        }
+    }
+
+    /// Write each row's argmax into `argmax` (one per row).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut a = [0usize; 2];
+    /// let s = loss_core::RowStats::<f32>::new().with_argmax(&mut a);
+    /// # let _ = s;
+    /// ```
+    pub fn with_argmax(self, argmax: &'a mut [usize]) -> Self {
+        RowStats {
+            argmax: Some(argmax),
+            ..self
+        }
+    }
+
+    pub(crate) fn check(&self, rows: usize) -> Result<(), Error> {
+        if let Some(v) = &self.lse {
+            check_len("lse", rows, v.len())?;
+        }
+        if let Some(v) = &self.entropy {
+            check_len("entropy", rows, v.len())?;
+        }
+        if let Some(v) = &self.argmax {
+            check_len("argmax", rows, v.len())?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lse.is_none() && self.entropy.is_none() && self.argmax.is_none()
+    }
+}
+
+/// The options of [`cross_entropy`](crate::cross_entropy) (and of the other cross-entropy
+/// forms: [`cross_entropy_probs`](crate::cross_entropy_probs),
+/// [`linear_cross_entropy`](crate::linear_cross_entropy),
+/// [`ChunkedCrossEntropy`](crate::ChunkedCrossEntropy)), with PyTorch's defaults: no class
+/// weights, `ignore_index = -100`, no label smoothing, `Mean`; and the two options beyond PyTorch
+/// (Gemma 2, PaLM, Liger-Kernel): no soft-cap, `z_loss = 0`.
+///
+/// The setters do not validate; the loss functions do (and return
+/// [`Error::InvalidParameter`]): `label_smoothing` in `[0, 1]`, `softcap` finite and `> 0`,
+/// `z_loss` finite and `>= 0`, a weight vector of length C.
+///
+/// # Examples
+///
+/// ```
+/// use loss_core::{CrossEntropyOptions, Reduction};
+/// let w = [1.0f32, 2.0, 0.5];
+/// let opts = CrossEntropyOptions::new()
+///     .with_weight(&w)
+///     .with_ignore_index(0)
+///     .with_label_smoothing(0.1)
+///     .with_reduction(Reduction::Sum)
+///     .with_softcap(30.0)
+///     .with_z_loss(1e-4);
+/// assert_eq!(opts.ignore_index(), 0);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct CrossEntropyOptions<'a, F> {
+    pub(crate) weight: Option<&'a [F]>,
+    pub(crate) ignore_index: i64,
+    pub(crate) label_smoothing: F,
+    pub(crate) reduction: Reduction,
+    pub(crate) softcap: Option<F>,
+    pub(crate) z_loss: F,
+}
+
+impl<F: Float> Default for CrossEntropyOptions<'_, F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'a, F: Float> CrossEntropyOptions<'a, F> {
+    /// PyTorch's defaults (see the type's docs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::CrossEntropyOptions::<f32>::new();
+    /// assert_eq!(o.ignore_index(), -100);
+    /// ```
+    pub fn new() -> Self {
+        CrossEntropyOptions {
+            weight: None,
+            ignore_index: -100,
+            label_smoothing: F::ZERO,
+            reduction: Reduction::Mean,
+            softcap: None,
+            z_loss: F::ZERO,
+        }
+    }
+
+    /// Per-class weights (length C), as PyTorch's `weight`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let w = [1.0f64, 3.0];
+    /// let o = loss_core::CrossEntropyOptions::new().with_weight(&w);
+    /// # let _ = o;
+    /// ```
+    pub fn with_weight(self, weight: &'a [F]) -> Self {
+        CrossEntropyOptions {
+            weight: Some(weight),
+            ..self
+        }
+    }
+
+    /// The target value whose samples are ignored (no loss, zero gradient row, not counted by
+    /// `Mean`); PyTorch's default is -100.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::CrossEntropyOptions::<f32>::new().with_ignore_index(-1);
+    /// assert_eq!(o.ignore_index(), -1);
+    /// ```
+    pub fn with_ignore_index(self, ignore_index: i64) -> Self {
+        CrossEntropyOptions {
+            ignore_index,
+            ..self
+        }
+    }
+
+    /// Label smoothing ε in `[0, 1]`: the target becomes `(1 − ε)·target + ε/C`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::CrossEntropyOptions::new().with_label_smoothing(0.1f32);
+    /// # let _ = o;
+    /// ```
+    pub fn with_label_smoothing(self, label_smoothing: F) -> Self {
+        CrossEntropyOptions {
+            label_smoothing,
+            ..self
+        }
+    }
+
+    /// The reduction (`Mean` by default; `BatchMean` is refused).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use loss_core::{CrossEntropyOptions, Reduction};
+    /// let o = CrossEntropyOptions::<f32>::new().with_reduction(Reduction::None);
+    /// # let _ = o;
+    /// ```
+    pub fn with_reduction(self, reduction: Reduction) -> Self {
+        CrossEntropyOptions { reduction, ..self }
+    }
+
+    /// Logit soft-capping (Gemma 2): every logit `z` becomes `c·tanh(z/c)` before the softmax;
+    /// gradients stay with respect to the raw logits. `c` must be finite and `> 0`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::CrossEntropyOptions::new().with_softcap(30.0f32);
+    /// # let _ = o;
+    /// ```
+    pub fn with_softcap(self, cap: F) -> Self {
+        CrossEntropyOptions {
+            softcap: Some(cap),
+            ..self
+        }
+    }
+
+    /// The z-loss coefficient (PaLM): adds `z·lse²` for every sample not ignored (not
+    /// class-weighted; `Mean` divides it by the number of samples not ignored).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::CrossEntropyOptions::new().with_z_loss(1e-4f64);
+    /// # let _ = o;
+    /// ```
+    pub fn with_z_loss(self, z_loss: F) -> Self {
+        CrossEntropyOptions { z_loss, ..self }
+    }
+
+    /// The ignore index in effect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(loss_core::CrossEntropyOptions::<f32>::new().ignore_index(), -100);
+    /// ```
+    pub fn ignore_index(&self) -> i64 {
+        self.ignore_index
+    }
+
+    /// Checks the parameter values and the weight length against `classes`.
+    pub(crate) fn validate(&self, classes: usize) -> Result<(), Error> {
+        if let Some(w) = self.weight {
+            check_len("weight", classes, w.len())?;
+        }
+        let e = self.label_smoothing;
+        if !(e >= F::ZERO && e <= F::ONE) {
+            return Err(Error::InvalidParameter {
+                name: "label_smoothing",
+            });
+        }
+        if let Some(c) = self.softcap {
+            if !(c > F::ZERO && c.is_finite()) {
+                return Err(Error::InvalidParameter { name: "softcap" });
+            }
+        }
+        if !(self.z_loss >= F::ZERO && self.z_loss.is_finite()) {
+            return Err(Error::InvalidParameter { name: "z_loss" });
+        }
+        if self.reduction == Reduction::BatchMean {
+            return Err(Error::InvalidParameter { name: "reduction" });
+        }
+        Ok(())
+    }
+}
