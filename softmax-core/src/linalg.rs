@@ -140,43 +140,56 @@ pub(crate) fn matmul_nt_unchecked<F: Float>(a: &[F], b: &[F], k: usize, c: &mut 
         return;
     }
     let n = b.len() / k;
-    // Two rows of A (of C) at a time; a row pair longer than memory cannot exist (k and n are
-    // at most a slice's length), so the early return is never taken: it only spares the
-    // optimiser a wrapping multiplication.
-    let (Some(k2), Some(n2)) = (k.checked_mul(2), n.checked_mul(2)) else {
-        return;
-    };
     if n == 0 {
         return;
     }
-    let a_pairs = a.chunks_exact(k2);
-    let a_last = a_pairs.remainder();
-    let mut c_pairs = c.chunks_exact_mut(n2);
-    for (a2, c2) in a_pairs.zip(c_pairs.by_ref()) {
+    // Two rows of A (of C) at a time, walked with checked splits rather than `chunks_exact`:
+    // its chunk-size assertion and length division are panic paths the optimiser does not
+    // always remove (the panic-freedom probe caught one at opt-level s).
+    let (Some(k2), Some(n2)) = (k.checked_mul(2), n.checked_mul(2)) else {
+        return;
+    };
+    let mut a_rest = a;
+    let mut c_rest = c;
+    while let Some((a2, a_next)) = a_rest.split_at_checked(k2) {
+        let Some((c2, c_next)) = core::mem::take(&mut c_rest).split_at_mut_checked(n2) else {
+            return;
+        };
+        a_rest = a_next;
+        c_rest = c_next;
         let (Some((a0, a1)), Some((c0, c1))) = (a2.split_at_checked(k), c2.split_at_mut_checked(n))
         else {
             return;
         };
-        let b_pairs = b.chunks_exact(k2);
-        let b_last = b_pairs.remainder();
         let (c0p, c0r) = c0.as_chunks_mut::<2>();
         let (c1p, c1r) = c1.as_chunks_mut::<2>();
-        for ((b2, x), y) in b_pairs.zip(c0p.iter_mut()).zip(c1p.iter_mut()) {
+        let mut b_rest = b;
+        for (x, y) in c0p.iter_mut().zip(c1p.iter_mut()) {
+            let Some((b2, b_next)) = b_rest.split_at_checked(k2) else {
+                break;
+            };
+            b_rest = b_next;
             if let Some((b0, b1)) = b2.split_at_checked(k) {
                 *x = [dot_unchecked(a0, b0), dot_unchecked(a0, b1)];
                 *y = [dot_unchecked(a1, b0), dot_unchecked(a1, b1)];
             }
         }
+        // An odd last row of B.
         if let (Some(x), Some(y)) = (c0r.first_mut(), c1r.first_mut()) {
-            *x = dot_unchecked(a0, b_last);
-            *y = dot_unchecked(a1, b_last);
+            *x = dot_unchecked(a0, b_rest);
+            *y = dot_unchecked(a1, b_rest);
         }
     }
     // An odd last row of A.
-    if let Some(c0) = c_pairs.into_remainder().get_mut(..n) {
-        if a_last.len() == k {
-            for (c, b0) in c0.iter_mut().zip(b.chunks_exact(k)) {
-                *c = dot_unchecked(a_last, b0);
+    if let Some(c0) = c_rest.get_mut(..n) {
+        if a_rest.len() == k {
+            let mut b_rest = b;
+            for c in c0.iter_mut() {
+                let Some((b0, b_next)) = b_rest.split_at_checked(k) else {
+                    break;
+                };
+                b_rest = b_next;
+                *c = dot_unchecked(a_rest, b0);
             }
         }
     }
