@@ -239,6 +239,236 @@ fn read(x: &[f32]) -> Contender<'_> {
     }
 }
 
+/// Samples every contender round-robin (`rounds` samples each, about 3 ms per sample) and
+/// returns each one's median time per unit (`units` per call) and spread.
+fn sample(cs: &mut [Contender<'_>], units: usize, rounds: usize) -> io::Result<Vec<Row>> {
+    let mut reps = Vec::with_capacity(cs.len());
+    for c in cs.iter_mut() {
+        let t1 = (c.run)(1)?.max(1e-7);
+        reps.push(((3e-3 / t1) as usize).clamp(1, 100_000));
+    }
+    let mut samples = vec![Vec::with_capacity(rounds); cs.len()];
+    for _ in 0..rounds {
+        for ((c, s), &r) in cs.iter_mut().zip(samples.iter_mut()).zip(&reps) {
+            let t = (c.run)(r)?;
+            s.push(t * 1e9 / (r * units) as f64);
+        }
+    }
+    Ok(cs
+        .iter()
+        .zip(samples.iter_mut())
+        .map(|(c, s)| {
+            let (median, iqr) = stats(s);
+            Row {
+                name: c.name.clone(),
+                kind: c.kind,
+                median,
+                iqr,
+            }
+        })
+        .collect())
+}
+
+/// A Rust closure as a contender (it runs at the level the dispatch chose).
+fn ours<'a>(name: String, mut f: impl FnMut() + 'a) -> Contender<'a> {
+    Contender {
+        name,
+        kind: Kind::Ours,
+        run: Box::new(move |reps| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            Ok(t.elapsed().as_secs_f64())
+        }),
+    }
+}
+
+/// The onnxruntime peer on a model loaded with `loadjson`, as a contender.
+fn ort_contender<'a>(peer: &'a mut Ort, spec: &serde_json::Value) -> io::Result<Contender<'a>> {
+    peer.ask(&format!("loadjson {spec}"))?;
+    Ok(Contender {
+        name: format!("onnxruntime {}", peer.version),
+        kind: Kind::Peer,
+        run: Box::new(move |reps| {
+            let s = peer.ask(&format!("run {reps}"))?;
+            s.parse::<f64>().map_err(io::Error::other)
+        }),
+    })
+}
+
+/// Prints one table of a section whose contenders are not the softmax kernels: time per unit,
+/// spread and the ratio to onnxruntime (row `ort`, if present); records the JSON rows.
+fn print_rows(
+    out: &mut impl Write,
+    heading: &str,
+    unit: &str,
+    rows: &[Row],
+    ort: Option<usize>,
+    results: &mut Vec<serde_json::Value>,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "\n{heading}\n  {:<44} {:>11} {:>6} {:>8}",
+        "contender",
+        format!("ns/{unit}"),
+        "±",
+        "vs ORT"
+    )?;
+    let t_ort = ort.and_then(|i| rows.get(i)).map(|r| r.median);
+    for r in rows {
+        let vs_ort = t_ort.map(|o| o / r.median);
+        writeln!(
+            out,
+            "  {:<44} {:>11.3} {:>5.0}% {:>8}",
+            r.name,
+            r.median,
+            r.iqr * 100.0,
+            vs_ort.map_or("-".to_string(), |v| format!("{v:.2}×")),
+        )?;
+        results.push(json!({
+            "op": heading,
+            "contender": r.name,
+            "unit": unit,
+            "ns_per_unit": r.median,
+            "iqr_over_median": r.iqr,
+            "onnxruntime_time_over_this": vs_ort,
+        }));
+    }
+    Ok(())
+}
+
+/// The loss and attention sections: cross-entropy forward + gradient over 8 × 131072 logits
+/// (issue: at most 1.3× softmax-core's softmax over the same logits, faster than onnxruntime's
+/// `SoftmaxCrossEntropyLoss` forward), and attention at H = 8, T = S = 1024, D = 64, causal and
+/// not, against onnxruntime's opset-23 `Attention` (1 thread).
+fn built_on_skeleton(
+    out: &mut impl Write,
+    ort: &mut Option<Ort>,
+    dir: &std::path::Path,
+    fast: bool,
+    results: &mut Vec<serde_json::Value>,
+) -> io::Result<()> {
+    use attention_core::{attention, Causal, Dims, Options, Output, Qkv};
+    use loss_core::{cross_entropy, CrossEntropyOptions, Outputs, RowStats};
+    use softmax_core::backend::Poly;
+    let rounds = if fast { 3 } else { 11 };
+
+    // Cross-entropy.
+    let (n, c) = (8usize, 131_072usize);
+    let x = bench_input(n * c);
+    let target: Vec<i64> = (0..n).map(|i| ((i * 7919 + 13) % c) as i64).collect();
+    let grad = RefCell::new(vec![0.0f32; n * c]);
+    let y = RefCell::new(vec![0.0f32; n * c]);
+    let level = simd::level().name();
+    let mut cs = vec![
+        ours(format!("loss-core cross_entropy + grad [{level}]"), || {
+            let mut g = grad.borrow_mut();
+            let l = cross_entropy(
+                Poly,
+                black_box(&x),
+                c,
+                &target,
+                &CrossEntropyOptions::new(),
+                Outputs::new().with_grad(&mut g),
+                RowStats::new(),
+            );
+            black_box(l.ok());
+        }),
+        ours(format!("softmax-core rows::softmax [{level}]"), || {
+            let mut yb = y.borrow_mut();
+            let r = softmax_core::rows::softmax(
+                Poly,
+                black_box(&x),
+                &mut yb,
+                &softmax_core::Rows::new(c),
+            );
+            black_box(r.ok());
+        }),
+    ];
+    let mut peer = ort.as_mut();
+    let ort_idx = if let Some(p) = peer.take() {
+        let xp = dir.join("ce_x.f32");
+        let tp = dir.join("ce_t.i32");
+        write_f32(&xp, &x)?;
+        let tb: Vec<u8> = target
+            .iter()
+            .flat_map(|&t| (t as i32).to_le_bytes())
+            .collect();
+        std::fs::write(&tp, tb)?;
+        let spec = json!({"kind": "sce", "n": n, "c": c, "x": xp, "t": tp});
+        cs.push(ort_contender(p, &spec)?);
+        Some(cs.len() - 1)
+    } else {
+        None
+    };
+    let rows = sample(&mut cs, n * c, rounds)?;
+    drop(cs);
+    print_rows(
+        out,
+        &format!("cross_entropy {n}×{c} (loss-core: forward + gradient, mean; onnxruntime: SoftmaxCrossEntropyLoss forward only)"),
+        "logit",
+        &rows,
+        ort_idx,
+        results,
+    )?;
+
+    // Attention.
+    let (h, t, d) = (8usize, 1024usize, 64usize);
+    let q = bench_input(h * t * d);
+    let k: Vec<f32> = bench_input(h * t * d + 7).split_off(7);
+    let v: Vec<f32> = bench_input(h * t * d + 3).split_off(3);
+    let o = RefCell::new(vec![0.0f32; h * t * d]);
+    let dims = Dims::new(h, h, t, t, d, d);
+    for causal in [false, true] {
+        let opts = if causal {
+            Options::new().with_causal(Causal::BottomRight)
+        } else {
+            Options::new()
+        };
+        let mut cs = vec![ours(format!("attention-core attention [{level}]"), || {
+            let mut ob = o.borrow_mut();
+            let r = attention(
+                Poly,
+                &dims,
+                Qkv::new(black_box(&q), &k, &v),
+                &opts,
+                Output::new(&mut ob),
+            );
+            black_box(r.ok());
+        })];
+        let ort_idx = if let Some(p) = ort.as_mut() {
+            let paths: Vec<PathBuf> = ["q", "k", "v"]
+                .iter()
+                .map(|n| dir.join(format!("attn_{n}.f32")))
+                .collect();
+            for (p, data) in paths.iter().zip([&q, &k, &v]) {
+                write_f32(p, data)?;
+            }
+            let spec = json!({"kind": "attention", "h": h, "hkv": h, "t": t, "s": t, "d": d,
+                "causal": causal as i32, "q": paths[0], "k": paths[1], "v": paths[2]});
+            cs.push(ort_contender(p, &spec)?);
+            Some(cs.len() - 1)
+        } else {
+            None
+        };
+        let rows = sample(&mut cs, h * t * t, if fast { 3 } else { 7 })?;
+        drop(cs);
+        print_rows(
+            out,
+            &format!(
+                "attention H={h} T=S={t} D={d}{} (per query-key pair of the full H×T×S grid)",
+                if causal { " causal" } else { "" }
+            ),
+            "pair",
+            &rows,
+            ort_idx,
+            results,
+        )?;
+    }
+    Ok(())
+}
+
 /// candle-nn's `softmax_last_dim` / `log_softmax` on a CPU tensor (each call allocates its
 /// output: candle has no out-parameter), inside a one-thread rayon pool.
 #[cfg(feature = "candle")]
@@ -386,12 +616,6 @@ pub fn run(out: &mut impl Write, fast: bool) -> io::Result<()> {
             cs.push(copy(&x, &y));
             cs.push(read(&x));
 
-            // Repetitions per sample: about 3 ms of each contender (at least one call).
-            let mut reps = Vec::with_capacity(cs.len());
-            for c in cs.iter_mut() {
-                let t1 = (c.run)(1)?.max(1e-7);
-                reps.push(((3e-3 / t1) as usize).clamp(1, 100_000));
-            }
             let rounds = if fast {
                 3
             } else if len >= 1 << 22 {
@@ -399,26 +623,7 @@ pub fn run(out: &mut impl Write, fast: bool) -> io::Result<()> {
             } else {
                 25
             };
-            let mut samples = vec![Vec::with_capacity(rounds); cs.len()];
-            for _ in 0..rounds {
-                for ((c, s), &r) in cs.iter_mut().zip(samples.iter_mut()).zip(&reps) {
-                    let t = (c.run)(r)?;
-                    s.push(t * 1e9 / (r * len) as f64);
-                }
-            }
-            let rows_out: Vec<Row> = cs
-                .iter()
-                .zip(samples.iter_mut())
-                .map(|(c, s)| {
-                    let (median, iqr) = stats(s);
-                    Row {
-                        name: c.name.clone(),
-                        kind: c.kind,
-                        median,
-                        iqr,
-                    }
-                })
-                .collect();
+            let rows_out = sample(&mut cs, len, rounds)?;
             drop(cs);
             let t_ort = ort_idx.map(|i| rows_out[i].median);
             let t_copy = rows_out[copy_idx].median;
@@ -474,6 +679,7 @@ pub fn run(out: &mut impl Write, fast: bool) -> io::Result<()> {
             }
         }
     }
+    built_on_skeleton(out, &mut ort, &dir, fast, &mut results)?;
     let doc = json!({
         "cpu": cpu_name(),
         "arch": std::env::consts::ARCH,
