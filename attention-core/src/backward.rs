@@ -4,6 +4,7 @@
 use softmax_core::backend::Backend;
 use softmax_core::{linalg, simd, Float, LogSumExp};
 
+use crate::kernel::Rows as _;
 use crate::kernel::{finalize, from_u64, gap_in, keys_of, part, part_mut, Mods, Tile, BK, TQ};
 use crate::options::{check_len, mul, Dims, Grads, Options, Plan, Qkv, Saved};
 use crate::Error;
@@ -190,11 +191,7 @@ fn backward_tile<F: Float, B: Backend<F>>(
     for (r, ((dr, nr), (dor, or))) in dd
         .iter_mut()
         .zip(norm.iter_mut())
-        .zip(
-            do_tile
-                .chunks_exact(dvw.max(1))
-                .zip(o_tile.chunks_exact(dvw.max(1))),
-        )
+        .zip(do_tile.rows(dvw.max(1)).zip(o_tile.rows(dvw.max(1))))
         .enumerate()
     {
         *dr = linalg::dot(dor, or).unwrap_or(F::NAN);
@@ -234,10 +231,10 @@ fn backward_tile<F: Float, B: Backend<F>>(
         }
         pb.fill(F::ZERO);
         for (r, (((((srow, prow), grow), frow), runs), (&dr, nr))) in sc
-            .chunks_exact_mut(w.max(1))
-            .zip(pb.chunks_exact_mut(w.max(1)))
-            .zip(gb.chunks_exact_mut(w.max(1)))
-            .zip(fac.chunks_exact_mut(w.max(1)))
+            .rows_mut(w.max(1))
+            .zip(pb.rows_mut(w.max(1)))
+            .zip(gb.rows_mut(w.max(1)))
+            .zip(fac.rows_mut(w.max(1)))
             .zip(spans.iter())
             .zip(dd.iter().zip(norm.iter()))
             .enumerate()

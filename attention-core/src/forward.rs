@@ -6,6 +6,7 @@ use core::ops::Range;
 use softmax_core::backend::Backend;
 use softmax_core::{linalg, simd, Float};
 
+use crate::kernel::Rows as _;
 use crate::kernel::{finalize, gap_in, keys_of, part, part_mut, Mods, Tile, BK, TQ};
 use crate::options::{check_len, mul, Dims, Options, Output, Plan, Qkv};
 use crate::{Error, QueryState};
@@ -110,10 +111,8 @@ pub fn attention<F: Float, B: Backend<F>>(
                     };
                     forward_tile(backend, &p, h, t0, &tile, keys, states, acc, want_entropy);
                     let sink = p.sink(h);
-                    for (r, (st, acc_r)) in states
-                        .iter_mut()
-                        .zip(acc.chunks_exact_mut(p.dv.max(1)))
-                        .enumerate()
+                    for (r, (st, acc_r)) in
+                        states.iter_mut().zip(acc.rows_mut(p.dv.max(1))).enumerate()
                     {
                         if let Some(z) = sink {
                             st.fold_sink(z, acc_r);
@@ -289,9 +288,9 @@ pub fn merge_partials<F: Float, B: Backend<F>>(
     }
     for (((st, a), ost), oa) in states
         .iter_mut()
-        .zip(acc.chunks_exact_mut(dims.dv.max(1)))
+        .zip(acc.rows_mut(dims.dv.max(1)))
         .zip(other_states)
-        .zip(other_acc.chunks_exact(dims.dv.max(1)))
+        .zip(other_acc.rows(dims.dv.max(1)))
     {
         st.merge(a, ost, oa)?;
     }
@@ -350,7 +349,7 @@ pub fn attention_finish<F: Float, B: Backend<F>>(
     } = out;
     for (i, (st, acc)) in states
         .iter_mut()
-        .zip(o.chunks_exact_mut(dims.dv.max(1)))
+        .zip(o.rows_mut(dims.dv.max(1)))
         .enumerate()
     {
         let h = i.checked_div(dims.t).unwrap_or(0);
@@ -408,9 +407,9 @@ fn forward_tile<F: Float, B: Backend<F>>(
             return;
         }
         for (r, ((row, runs), (st, acc_r))) in sc
-            .chunks_exact_mut(w.max(1))
+            .rows_mut(w.max(1))
             .zip(spans.iter())
-            .zip(states.iter_mut().zip(acc.chunks_exact_mut(dv.max(1))))
+            .zip(states.iter_mut().zip(acc.rows_mut(dv.max(1))))
             .enumerate()
         {
             let Some(runs) = runs else {

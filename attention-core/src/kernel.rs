@@ -221,3 +221,41 @@ pub(crate) fn gap_in(runs: &Runs, f: u64) -> Option<(usize, usize)> {
     runs.gap()
         .map(|(a, b)| ((a - f) as usize, (b - f) as usize))
 }
+
+/// `chunks_exact` without its chunk-size assertion and length division: the rows of a slice,
+/// `n` values each (a ragged end dropped; nothing when `n = 0`). Those panic paths survived in
+/// the panic-freedom probe wherever `Iterator::zip` was not inlined (opt-level `s`).
+pub(crate) trait Rows<T: 'static> {
+    /// The rows of `n` values.
+    fn rows(&self, n: usize) -> impl Iterator<Item = &[T]>;
+    /// The rows of `n` values, mutable.
+    fn rows_mut(&mut self, n: usize) -> impl Iterator<Item = &mut [T]>;
+}
+
+impl<T: 'static> Rows<T> for [T] {
+    #[inline(always)]
+    fn rows(&self, n: usize) -> impl Iterator<Item = &[T]> {
+        let mut rest = self;
+        core::iter::from_fn(move || {
+            if n == 0 {
+                return None;
+            }
+            let (row, tail) = rest.split_at_checked(n)?;
+            rest = tail;
+            Some(row)
+        })
+    }
+
+    #[inline(always)]
+    fn rows_mut(&mut self, n: usize) -> impl Iterator<Item = &mut [T]> {
+        let mut rest = self;
+        core::iter::from_fn(move || {
+            if n == 0 {
+                return None;
+            }
+            let (row, tail) = core::mem::take(&mut rest).split_at_mut_checked(n)?;
+            rest = tail;
+            Some(row)
+        })
+    }
+}

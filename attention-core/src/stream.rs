@@ -4,6 +4,7 @@
 use softmax_core::backend::Backend;
 use softmax_core::{linalg, simd, Float};
 
+use crate::kernel::Rows as _;
 use crate::kernel::{finalize, gap_in, part, part_mut, Mods, Tile, BK, TQ};
 use crate::options::{check_heads, check_len, mul, resolve_scale, Causal, Options, Output, Rule};
 use crate::{Error, QueryState};
@@ -138,8 +139,8 @@ impl Ring {
         }
         let slot = self.slot(self.len) as usize;
         for (g, (kn, vn)) in k
-            .chunks_exact(self.d.max(1))
-            .zip(v.chunks_exact(self.dv.max(1)))
+            .rows(self.d.max(1))
+            .zip(v.rows(self.dv.max(1)))
             .enumerate()
         {
             let kh = part_mut(ks, g, self.cap * self.d);
@@ -266,8 +267,7 @@ impl Ring {
                                         return;
                                     }
                                     let c0 = (pos0 - f) as usize;
-                                    for (row, drow) in
-                                        sc.chunks_exact_mut(w.max(1)).zip(dt.chunks_exact(n.max(1)))
+                                    for (row, drow) in sc.rows_mut(w.max(1)).zip(dt.rows(n.max(1)))
                                     {
                                         if let Some(dst) = row.get_mut(c0..c0 + n) {
                                             for (a, b) in dst.iter_mut().zip(drow) {
@@ -278,8 +278,8 @@ impl Ring {
                                 });
                             }
                             for (r, (row, (st, acc_r))) in sc
-                                .chunks_exact_mut(w.max(1))
-                                .zip(states.iter_mut().zip(acc.chunks_exact_mut(dv.max(1))))
+                                .rows_mut(w.max(1))
+                                .zip(states.iter_mut().zip(acc.rows_mut(dv.max(1))))
                                 .enumerate()
                             {
                                 let m = Mods {
@@ -310,10 +310,8 @@ impl Ring {
                                 }
                             }
                         });
-                        for (r, (st, acc_r)) in states
-                            .iter_mut()
-                            .zip(acc.chunks_exact_mut(dv.max(1)))
-                            .enumerate()
+                        for (r, (st, acc_r)) in
+                            states.iter_mut().zip(acc.rows_mut(dv.max(1))).enumerate()
                         {
                             let h = h0 + r;
                             if let Some(z) = opts.sink_logits().and_then(|z| z.get(h)) {
