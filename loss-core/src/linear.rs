@@ -243,7 +243,11 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
         check_len("lse", t_rows, l.len())?;
     }
     let group = t_rows.clamp(1, LINEAR_CE_ROWS);
-    let nb = (scratch.len() / mul(2, group)?).min(v);
+    let nb = scratch
+        .len()
+        .checked_div(mul(2, group)?)
+        .unwrap_or(0)
+        .min(v);
     let h_step = mul(group, k)?;
     let w_step = mul(nb, k)?;
     if nb == 0 || h_step == 0 || w_step == 0 {
@@ -280,7 +284,7 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
         // Pass 1: the online log-sum-exp of every row across the blocks.
         for (bi, wb) in crate::math::pieces(w, w_step).enumerate() {
             let v0 = bi * nb;
-            let n = wb.len() / k;
+            let n = wb.len().checked_div(k).unwrap_or(0);
             let z = zs.get_mut(..rows * n).unwrap_or(&mut []);
             if linalg::matmul_nt(hg, wb, k, z).is_err() {
                 continue;
@@ -370,7 +374,7 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
         if want_grad {
             for (bi, wb) in crate::math::pieces(w, w_step).enumerate() {
                 let v0 = bi * nb;
-                let n = wb.len() / k;
+                let n = wb.len().checked_div(k).unwrap_or(0);
                 let z = zs.get_mut(..rows * n).unwrap_or(&mut []);
                 let p = ps.get_mut(..rows * n).unwrap_or(&mut []);
                 if linalg::matmul_nt(hg, wb, k, z).is_err() {
