@@ -587,7 +587,8 @@ fn row_probs<F: Float, B: Backend<F>>(
             Some(w) => {
                 let w = w.get(off..off + z.len()).unwrap_or(&[]);
                 let mut buf = [F::ZERO; CHUNK];
-                for ((zc, tc), wc) in z.chunks(CHUNK).zip(t.chunks(CHUNK)).zip(w.chunks(CHUNK)) {
+                let parts = math::pieces(z, CHUNK).zip(math::pieces(t, CHUNK));
+                for ((zc, tc), wc) in parts.zip(math::pieces(w, CHUNK)) {
                     let b = &mut buf[..zc.len().min(CHUNK)];
                     for ((b, &t), &w) in b.iter_mut().zip(tc).zip(wc) {
                         *b = w * t;

@@ -376,8 +376,9 @@ impl<'a, F: Float, B: Backend<F>> ChunkedCrossEntropy<'a, F, B> {
                     None => finish(start, chunk, chunk, grad),
                     Some(c) => {
                         let mut buf = [F::ZERO; CHUNK];
-                        for (i, (part, g)) in
-                            chunk.chunks(CHUNK).zip(grad.chunks_mut(CHUNK)).enumerate()
+                        for (i, (part, g)) in math::pieces(chunk, CHUNK)
+                            .zip(math::pieces_mut(grad, CHUNK))
+                            .enumerate()
                         {
                             let z = &mut buf[..part.len().min(CHUNK)];
                             for (z, &x) in z.iter_mut().zip(part) {

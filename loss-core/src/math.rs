@@ -271,3 +271,18 @@ pub(crate) fn pieces<T>(x: &[T], n: usize) -> impl Iterator<Item = &[T]> {
         Some(piece)
     })
 }
+
+/// [`pieces`] of a mutable slice.
+#[inline(always)]
+pub(crate) fn pieces_mut<T>(x: &mut [T], n: usize) -> impl Iterator<Item = &mut [T]> {
+    let mut rest = x;
+    core::iter::from_fn(move || {
+        if n == 0 || rest.is_empty() {
+            return None;
+        }
+        let len = n.min(rest.len());
+        let (piece, tail) = core::mem::take(&mut rest).split_at_mut(len);
+        rest = tail;
+        Some(piece)
+    })
+}

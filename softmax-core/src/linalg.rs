@@ -42,7 +42,7 @@
 #![forbid(unsafe_code)]
 
 use crate::kernel::LANES;
-use crate::spec::check_len;
+use crate::spec::{check_len, RowIter, RowIterMut};
 use crate::{simd, Error, Float};
 
 /// Whether the target keeps the lanes in vector registers (lane-parallel loops) or sums lane by
@@ -243,11 +243,11 @@ pub(crate) fn matmul_nn_unchecked<F: Float>(
         }
         return;
     }
-    for (a_row, c_row) in a.chunks_exact(n).zip(c.chunks_exact_mut(k)) {
+    for (a_row, c_row) in RowIter::new(a, n).zip(RowIterMut::new(c, k)) {
         if !accumulate {
             c_row.fill(F::ZERO);
         }
-        for (&aij, b_row) in a_row.iter().zip(b.chunks_exact(k)) {
+        for (&aij, b_row) in a_row.iter().zip(RowIter::new(b, k)) {
             for (c, &b) in c_row.iter_mut().zip(b_row) {
                 *c += aij * b;
             }
@@ -315,8 +315,8 @@ pub(crate) fn matmul_tn_unchecked<F: Float>(
     }
     // Row j of A and row j of B add a_ji·b_j into row i of C, for j ascending: each element's
     // products are added in the order of the shared dimension.
-    for (a_row, b_row) in a.chunks_exact(m).zip(b.chunks_exact(k)) {
-        for (&aji, c_row) in a_row.iter().zip(c.chunks_exact_mut(k)) {
+    for (a_row, b_row) in RowIter::new(a, m).zip(RowIter::new(b, k)) {
+        for (&aji, c_row) in a_row.iter().zip(RowIterMut::new(&mut *c, k)) {
             for (c, &b) in c_row.iter_mut().zip(b_row) {
                 *c += aji * b;
             }
