@@ -23,8 +23,8 @@
 //!
 //! Plain floating-point sums, stated bounds (u = 2⁻²⁴ in f32, 2⁻⁵³ in f64): a dot product of
 //! length `k` is within `(⌈k/LANES⌉ + log2 LANES)·u·Σ|a_i·b_i|` of the exact value; an element of
-//! [`matmul_nn`]/[`matmul_tn`] over a shared dimension `n` within `n·u·Σ|terms|` (plus the old
-//! value's magnitude when accumulating).
+//! [`matmul_nn`]/[`matmul_tn`] over a shared dimension `n` within `n·u·Σ|terms|` from zero, and
+//! `(n + 1)·u·(|old| + Σ|terms|)` when adding to an old value (one more rounded addition).
 //!
 //! # Examples
 //!
@@ -76,10 +76,11 @@ fn lanes<F: Float>(a: &[F], b: &[F]) -> [F; LANES] {
     if LANE_PARALLEL {
         let (ac, at) = a.as_chunks::<LANES>();
         let (bc, bt) = b.as_chunks::<LANES>();
+        // Whole-array steps (not a loop over lanes that updates `part` in place): LLVM keeps
+        // `part` in vector registers this way wherever the kernel is inlined; the in-place
+        // form was scalarised with every lane stored to the stack in the single-row case.
         for (a, b) in ac.iter().zip(bc) {
-            for ((p, &a), &b) in part.iter_mut().zip(a).zip(b) {
-                *p += a * b;
-            }
+            part = core::array::from_fn(|l| part[l] + a[l] * b[l]);
         }
         for ((p, &a), &b) in part.iter_mut().zip(at).zip(bt) {
             *p += a * b;
@@ -227,6 +228,49 @@ pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) -> Result<()
     Ok(())
 }
 
+/// Columns of `C` kept in registers while the shared dimension is walked (four AVX2 vectors
+/// of f32). Each element of `C` still receives its products in the order of the shared
+/// dimension, so the blocking changes no bit; it only keeps the running sums out of memory
+/// (a row of `C` stored and reloaded per product chained every product to a store-to-load
+/// forwarding delay).
+const COLS: usize = 2 * LANES;
+
+/// `c[l] += Σ_j a_j·b_j[l]` over the pairs `(a_j, b_j)` in order, for the columns
+/// `off .. off + c.len()` of each `b_j` (`c.len() <= COLS`); the running sums live in a local
+/// array for the whole walk.
+#[inline(always)]
+fn column_block<'a, F: Float + 'a>(
+    c: &mut [F],
+    off: usize,
+    pairs: impl Iterator<Item = (F, &'a [F])>,
+) {
+    if let Ok(cb) = <&mut [F; COLS]>::try_from(&mut *c) {
+        let mut acc = *cb;
+        for (x, b_row) in pairs {
+            if let Some(bb) = b_row.get(off..).and_then(|b| b.first_chunk::<COLS>()) {
+                for (s, &b) in acc.iter_mut().zip(bb) {
+                    *s += x * b;
+                }
+            }
+        }
+        *cb = acc;
+    } else {
+        let n = c.len().min(COLS);
+        let mut acc = [F::ZERO; COLS];
+        let (acc, _) = acc.split_at_mut(n);
+        acc.copy_from_slice(c.get(..n).unwrap_or(&[]));
+        for (x, b_row) in pairs {
+            let bb = b_row.get(off..).unwrap_or(&[]);
+            for (s, &b) in acc.iter_mut().zip(bb) {
+                *s += x * b;
+            }
+        }
+        if let Some(c) = c.get_mut(..n) {
+            c.copy_from_slice(acc);
+        }
+    }
+}
+
 /// `C (+)= A·B` without checks: `a` is `m × n`, `b` is `n × k`, `c` is `m × k`.
 #[inline(always)]
 pub(crate) fn matmul_nn_unchecked<F: Float>(
@@ -237,20 +281,18 @@ pub(crate) fn matmul_nn_unchecked<F: Float>(
     c: &mut [F],
     accumulate: bool,
 ) {
+    if !accumulate {
+        c.fill(F::ZERO);
+    }
     if n == 0 || k == 0 {
-        if !accumulate {
-            c.fill(F::ZERO);
-        }
         return;
     }
     for (a_row, c_row) in RowIter::new(a, n).zip(RowIterMut::new(c, k)) {
-        if !accumulate {
-            c_row.fill(F::ZERO);
-        }
-        for (&aij, b_row) in a_row.iter().zip(RowIter::new(b, k)) {
-            for (c, &b) in c_row.iter_mut().zip(b_row) {
-                *c += aij * b;
-            }
+        let mut off = 0;
+        for cb in c_row.chunks_mut(COLS) {
+            let pairs = a_row.iter().copied().zip(RowIter::new(b, k));
+            column_block(cb, off, pairs);
+            off += COLS;
         }
     }
 }
@@ -259,7 +301,8 @@ pub(crate) fn matmul_nn_unchecked<F: Float>(
 /// `k`, `c` holds `m` rows of `k`; each element's products are added left to right in the order
 /// of the shared dimension (to 0, or to the old value). The gradient `dQ = dS·K` of attention.
 ///
-/// Accuracy: within `n·u·(|c_old| + Σ|a_ij·b_jl|)` per element.
+/// Accuracy: within `n·u·Σ|a_ij·b_jl|` per element from zero, `(n + 1)·u·(|c_old| +
+/// Σ|a_ij·b_jl|)` when accumulating.
 ///
 /// # Errors
 ///
@@ -313,13 +356,16 @@ pub(crate) fn matmul_tn_unchecked<F: Float>(
     if m == 0 || k == 0 {
         return;
     }
-    // Row j of A and row j of B add a_ji·b_j into row i of C, for j ascending: each element's
-    // products are added in the order of the shared dimension.
-    for (a_row, b_row) in RowIter::new(a, m).zip(RowIter::new(b, k)) {
-        for (&aji, c_row) in a_row.iter().zip(RowIterMut::new(&mut *c, k)) {
-            for (c, &b) in c_row.iter_mut().zip(b_row) {
-                *c += aji * b;
-            }
+    // Row i of C gets a_ji·b_j for j ascending (column i of A against the rows of B): each
+    // element's products are added in the order of the shared dimension.
+    for (i, c_row) in RowIterMut::new(c, k).enumerate() {
+        let mut off = 0;
+        for cb in c_row.chunks_mut(COLS) {
+            let pairs = RowIter::new(a, m)
+                .zip(RowIter::new(b, k))
+                .map(|(a_row, b_row)| (a_row.get(i).copied().unwrap_or(F::ZERO), b_row));
+            column_block(cb, off, pairs);
+            off += COLS;
         }
     }
 }
