@@ -8,6 +8,9 @@
 #     m0: thumbv6m-none-eabi    on QEMU microbit   (Cortex-M0, soft-float; 256 KiB flash,
 #         16 KiB RAM), the suite split into SOFTMAX_FW_SHARDS images (default 30) that each
 #         fit the flash; they run one after the other and their output is concatenated
+#   SOFTMAX_FW_ONLY=<prefix> builds only the cases whose name starts with <prefix> (e.g.
+#   `loss/`, `attention/`): one crate's flash and stack on their own; with
+#   SOFTMAX_FW_STACK_REPORT=1 the firmware prints every case's stack use on stderr.
 #
 # Fails if a build fails (including an image that no longer fits the flash: raise
 # SOFTMAX_FW_SHARDS), QEMU is missing, QEMU exits non-zero (panic, HardFault, stack budget

@@ -420,6 +420,7 @@ fn built_on_skeleton(
     let v: Vec<f32> = bench_input(h * t * d + 3).split_off(3);
     let o = RefCell::new(vec![0.0f32; h * t * d]);
     let dims = Dims::new(h, h, t, t, d, d);
+    let mut ours_median = [0.0f64; 2];
     for causal in [false, true] {
         let opts = if causal {
             Options::new().with_causal(Causal::BottomRight)
@@ -454,6 +455,7 @@ fn built_on_skeleton(
         };
         let rows = sample(&mut cs, h * t * t, if fast { 3 } else { 7 })?;
         drop(cs);
+        ours_median[causal as usize] = rows.first().map_or(f64::NAN, |r| r.median);
         print_rows(
             out,
             &format!(
@@ -465,6 +467,54 @@ fn built_on_skeleton(
             ort_idx,
             results,
         )?;
+    }
+    let speedup = ours_median[0] / ours_median[1];
+    writeln!(
+        out,
+        "  causal mask speed-up (attention-core unmasked time / causal time): {speedup:.2}×"
+    )?;
+    results.push(json!({"op": "attention causal speed-up", "unmasked_over_causal": speedup}));
+
+    // Single-query decode over a cache of n keys: the time against a plain read of the same
+    // K and V bytes (one contiguous buffer: K then V).
+    let (n, d) = (4096usize, 128usize);
+    let kv = bench_input(2 * n * d);
+    let (k, v) = kv.split_at(n * d);
+    let q = bench_input(d + 5).split_off(5);
+    let o = RefCell::new(vec![0.0f32; d]);
+    let dims = Dims::new(1, 1, 1, n, d, d);
+    let mut cs = vec![
+        ours(format!("attention-core attention, t = 1 [{level}]"), || {
+            let mut ob = o.borrow_mut();
+            let r = attention(
+                Poly,
+                &dims,
+                Qkv::new(black_box(&q), k, v),
+                &Options::new(),
+                Output::new(&mut ob),
+            );
+            black_box(r.ok());
+        }),
+        read(&kv),
+    ];
+    let rows = sample(&mut cs, n, rounds)?;
+    drop(cs);
+    print_rows(
+        out,
+        &format!("decode: one query over a cache of n={n} keys, d=dv={d} (per key; read: the same {} KiB of K and V)", 2 * n * d * 4 / 1024),
+        "key",
+        &rows,
+        None,
+        results,
+    )?;
+    if let [ours, read, ..] = rows.as_slice() {
+        let frac = read.median / ours.median;
+        writeln!(
+            out,
+            "  bandwidth fraction (memory read time / decode time): {:.0}%",
+            frac * 100.0
+        )?;
+        results.push(json!({"op": "decode bandwidth fraction", "read_over_decode": frac}));
     }
     Ok(())
 }

@@ -58,8 +58,44 @@ const fn parse_shard(s: Option<&str>) -> (usize, usize) {
     (i, n)
 }
 
+/// Only the cases whose name starts with this prefix (`SOFTMAX_FW_ONLY=loss/` at build time;
+/// all cases without it): an image holding one crate's cases, to measure that crate's flash
+/// and stack on its own.
+const ONLY: &str = match option_env!("SOFTMAX_FW_ONLY") {
+    Some(p) => p,
+    None => "",
+};
+
+/// Whether `name` starts with [`ONLY`] (a `const fn`: the selection happens at compile time).
+const fn selected_name(name: &str) -> bool {
+    let (n, p) = (name.as_bytes(), ONLY.as_bytes());
+    if n.len() < p.len() {
+        return false;
+    }
+    let mut k = 0;
+    while k < p.len() {
+        if n[k] != p[k] {
+            return false;
+        }
+        k += 1;
+    }
+    true
+}
+
+/// Whether case `index` of the table is in this image: in the shard among the cases that
+/// pass the name filter.
 const fn in_shard(index: usize) -> bool {
-    index % SHARD.1 == SHARD.0
+    if !selected_name(CASES[index].name) {
+        return false;
+    }
+    let (mut k, mut rank) = (0, 0);
+    while k < index {
+        if selected_name(CASES[k].name) {
+            rank += 1;
+        }
+        k += 1;
+    }
+    rank % SHARD.1 == SHARD.0
 }
 
 const fn shard_len() -> usize {
@@ -73,10 +109,22 @@ const fn shard_len() -> usize {
     count
 }
 
+/// The index of the first case of this image (the filler of [`SELECTED`] before it is set).
+const fn first_selected() -> usize {
+    let mut k = 0;
+    while k < CASES.len() {
+        if in_shard(k) {
+            return k;
+        }
+        k += 1;
+    }
+    panic!("SOFTMAX_FW_SHARD / SOFTMAX_FW_ONLY select no case")
+}
+
 /// The cases of this shard, copied out of the table at compile time. Only these function
 /// pointers end up in the image, so only their code is linked.
 static SELECTED: [Case; shard_len()] = {
-    let mut out = [CASES[SHARD.0]; shard_len()];
+    let mut out = [CASES[first_selected()]; shard_len()];
     let (mut k, mut j) = (0, 0);
     while k < CASES.len() {
         if in_shard(k) {
