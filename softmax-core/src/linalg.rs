@@ -228,12 +228,15 @@ pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) -> Result<()
     Ok(())
 }
 
-/// Columns of `C` kept in registers while the shared dimension is walked (four AVX2 vectors
-/// of f32). Each element of `C` still receives its products in the order of the shared
+/// Columns of `C` kept in registers while the shared dimension is walked (eight AVX2 vectors
+/// of f32: enough independent chains of additions to hide their latency). Each element of `C` still receives its products in the order of the shared
 /// dimension, so the blocking changes no bit; it only keeps the running sums out of memory
 /// (a row of `C` stored and reloaded per product chained every product to a store-to-load
 /// forwarding delay).
-const COLS: usize = 2 * LANES;
+const COLS: usize = 4 * LANES;
+
+/// Rows of `B` that [`matmul_nn`] takes through all column blocks before the next rows.
+const GROUP: usize = 64;
 
 /// `c[l] += Σ_j a_j·b_j[l]` over the pairs `(a_j, b_j)` in order, for the columns
 /// `off .. off + c.len()` of each `b_j` (`c.len() <= COLS`); the running sums live in a local
@@ -287,13 +290,31 @@ pub(crate) fn matmul_nn_unchecked<F: Float>(
     if n == 0 || k == 0 {
         return;
     }
-    for (a_row, c_row) in RowIter::new(a, n).zip(RowIterMut::new(c, k)) {
-        let mut off = 0;
-        for cb in c_row.chunks_mut(COLS) {
-            let pairs = a_row.iter().copied().zip(RowIter::new(b, k));
-            column_block(cb, off, pairs);
-            off += COLS;
+    // The shared dimension in groups of `GROUP` rows of B, outermost: each group is read from
+    // memory once and used from cache by every row and column block of C (B walked once per
+    // row of A and per column block was memory-bound: dH = dZ·W over a 32768-row W).
+    let mut b_rest = b;
+    let mut j0 = 0;
+    while !b_rest.is_empty() {
+        let rows = GROUP.min(b_rest.len().checked_div(k).unwrap_or(0));
+        if rows == 0 {
+            break;
         }
+        let (b_grp, b_next) = b_rest
+            .split_at_checked(rows.saturating_mul(k))
+            .unwrap_or((b_rest, &[]));
+        b_rest = b_next;
+        for (a_row, c_row) in RowIter::new(a, n).zip(RowIterMut::new(&mut *c, k)) {
+            let a_grp = a_row.get(j0..).unwrap_or(&[]);
+            let a_grp = a_grp.get(..rows).unwrap_or(a_grp);
+            let mut off = 0;
+            for cb in c_row.chunks_mut(COLS) {
+                let pairs = a_grp.iter().copied().zip(RowIter::new(b_grp, k));
+                column_block(cb, off, pairs);
+                off += COLS;
+            }
+        }
+        j0 += rows;
     }
 }
 
