@@ -228,29 +228,33 @@ pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) -> Result<()
     Ok(())
 }
 
-/// Columns of `C` kept in registers while the shared dimension is walked (eight AVX2 vectors
-/// of f32: enough independent chains of additions to hide their latency). Each element of `C` still receives its products in the order of the shared
-/// dimension, so the blocking changes no bit; it only keeps the running sums out of memory
-/// (a row of `C` stored and reloaded per product chained every product to a store-to-load
-/// forwarding delay).
-const COLS: usize = 4 * LANES;
+/// Columns of `C` kept in registers while the shared dimension is walked: [`matmul_nn`] uses
+/// four AVX2 vectors of f32 (its calls from attention walk at most 64 rows of `B`, where wider
+/// blocks measured 20% slower), [`matmul_tn`] eight (enough independent chains of additions to
+/// hide their latency over long walks). Each element of `C` still receives its products in the
+/// order of the shared dimension, so the blocking changes no bit; it only keeps the running
+/// sums out of memory (a row of `C` stored and reloaded per product chained every product to a
+/// store-to-load forwarding delay).
+const NN_COLS: usize = 2 * LANES;
+/// See [`NN_COLS`].
+const TN_COLS: usize = 4 * LANES;
 
 /// Rows of `B` that [`matmul_nn`] takes through all column blocks before the next rows.
 const GROUP: usize = 64;
 
 /// `c[l] += Σ_j a_j·b_j[l]` over the pairs `(a_j, b_j)` in order, for the columns
-/// `off .. off + c.len()` of each `b_j` (`c.len() <= COLS`); the running sums live in a local
+/// `off .. off + c.len()` of each `b_j` (`c.len() <= W`); the running sums live in a local
 /// array for the whole walk.
 #[inline(always)]
-fn column_block<'a, F: Float + 'a>(
+fn column_block<'a, F: Float + 'a, const W: usize>(
     c: &mut [F],
     off: usize,
     pairs: impl Iterator<Item = (F, &'a [F])>,
 ) {
-    if let Ok(cb) = <&mut [F; COLS]>::try_from(&mut *c) {
+    if let Ok(cb) = <&mut [F; W]>::try_from(&mut *c) {
         let mut acc = *cb;
         for (x, b_row) in pairs {
-            if let Some(bb) = b_row.get(off..).and_then(|b| b.first_chunk::<COLS>()) {
+            if let Some(bb) = b_row.get(off..).and_then(|b| b.first_chunk::<W>()) {
                 for (s, &b) in acc.iter_mut().zip(bb) {
                     *s += x * b;
                 }
@@ -258,8 +262,8 @@ fn column_block<'a, F: Float + 'a>(
         }
         *cb = acc;
     } else {
-        let n = c.len().min(COLS);
-        let mut acc = [F::ZERO; COLS];
+        let n = c.len().min(W);
+        let mut acc = [F::ZERO; W];
         let (acc, _) = acc.split_at_mut(n);
         acc.copy_from_slice(c.get(..n).unwrap_or(&[]));
         for (x, b_row) in pairs {
@@ -308,10 +312,10 @@ pub(crate) fn matmul_nn_unchecked<F: Float>(
             let a_grp = a_row.get(j0..).unwrap_or(&[]);
             let a_grp = a_grp.get(..rows).unwrap_or(a_grp);
             let mut off = 0;
-            for cb in c_row.chunks_mut(COLS) {
+            for cb in c_row.chunks_mut(NN_COLS) {
                 let pairs = a_grp.iter().copied().zip(RowIter::new(b_grp, k));
-                column_block(cb, off, pairs);
-                off += COLS;
+                column_block::<F, NN_COLS>(cb, off, pairs);
+                off += NN_COLS;
             }
         }
         j0 += rows;
@@ -381,12 +385,12 @@ pub(crate) fn matmul_tn_unchecked<F: Float>(
     // element's products are added in the order of the shared dimension.
     for (i, c_row) in RowIterMut::new(c, k).enumerate() {
         let mut off = 0;
-        for cb in c_row.chunks_mut(COLS) {
+        for cb in c_row.chunks_mut(TN_COLS) {
             let pairs = RowIter::new(a, m)
                 .zip(RowIter::new(b, k))
                 .map(|(a_row, b_row)| (a_row.get(i).copied().unwrap_or(F::ZERO), b_row));
-            column_block(cb, off, pairs);
-            off += COLS;
+            column_block::<F, TN_COLS>(cb, off, pairs);
+            off += TN_COLS;
         }
     }
 }
