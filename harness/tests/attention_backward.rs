@@ -14,25 +14,7 @@ use attention_core::backend::{Backend, Libm, Poly};
 use attention_core::{
     attention, attention_backward, Causal, Dims, Error, Float, Grads, Options, Output, Qkv, Saved,
 };
-use attention_ref::{backward, forward, objective, Case};
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn val(&mut self, a: f64) -> f64 {
-        ((((self.next() >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0) * a) as f32 as f64
-    }
-}
+use attention_ref::{backward, forward, objective, Case, Rng};
 
 fn random_case(rng: &mut Rng, causal: u8, combo: u32, max_s: usize) -> Case {
     let (heads, kv_heads) = [(1, 1), (2, 1), (4, 2), (3, 3)][rng.below(4)];

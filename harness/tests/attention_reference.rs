@@ -16,30 +16,9 @@ use attention_core::{
     alibi_slope, alibi_slopes, attention, default_scale, Causal, Dims, Error, Float, Options,
     Output, Qkv,
 };
-use attention_ref::{alibi_slopes as ref_alibi_slopes, backward as ref_backward, forward, Case};
-
-/// A small deterministic generator (SplitMix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// A value exactly representable in f32, uniform on [-a, a).
-    fn val(&mut self, a: f64) -> f64 {
-        ((self.unit() * 2.0 - 1.0) * a) as f32 as f64
-    }
-}
+use attention_ref::{
+    alibi_slopes as ref_alibi_slopes, backward as ref_backward, forward, Case, Rng,
+};
 
 /// The precision of a type.
 fn unit<F: Float>() -> f64 {

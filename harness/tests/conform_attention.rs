@@ -21,7 +21,7 @@ mod attention_ref;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-use attention_ref::{backward, forward, Case};
+use attention_ref::{backward, forward, Case, Rng};
 use serde_json::{Map, Value};
 
 const U: f64 = 5.960_464_477_539_063e-8;
@@ -97,29 +97,6 @@ fn kind(a: &Map<String, Value>) -> &str {
 // ------------------------------------------------------------------------------------------------
 // Cases
 // ------------------------------------------------------------------------------------------------
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    /// A value in [-a, a], rounded to f32 (the reference sees exactly what the protocol gets).
-    fn val(&mut self, a: f64) -> f64 {
-        let x = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        ((2.0 * x - 1.0) * a) as f32 as f64
-    }
-    fn vec(&mut self, n: usize, a: f64) -> Vec<f64> {
-        (0..n).map(|_| self.val(a)).collect()
-    }
-}
 
 /// A random case; `combo` bit i switches on modifier i (mask, bias, alibi, window+sinks,
 /// softcap, sink logits, explicit scale); `causal` 0/1/2.

@@ -7,6 +7,36 @@
 #![allow(clippy::needless_range_loop)] // the reference is written as the formulas' index loops
 #![allow(dead_code)]
 
+/// The small deterministic generator (SplitMix64) of the tests' random cases.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform on `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Uniform on [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// A value exactly representable in f32, uniform on [-a, a).
+    pub fn val(&mut self, a: f64) -> f64 {
+        ((self.unit() * 2.0 - 1.0) * a) as f32 as f64
+    }
+    /// `n` values of [`val`](Self::val).
+    pub fn vec(&mut self, n: usize, a: f64) -> Vec<f64> {
+        (0..n).map(|_| self.val(a)).collect()
+    }
+}
+
 /// Causal rule: 0 none, 1 bottom-right, 2 top-left.
 #[derive(Clone, Debug, Default)]
 pub struct Case {
