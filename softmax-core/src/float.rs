@@ -41,8 +41,41 @@ pub(crate) mod private {
         fn pow2(k: i32) -> Self;
         /// `self` rounded to an `i32` (saturating; NaN gives 0).
         fn to_i32(self) -> i32;
+        /// `linalg::matmul_nt_unchecked` through an architecture's hand-scheduled copy (same
+        /// bits), if this type and the current `simd` level have one; `false` if not taken.
+        #[inline(always)]
+        fn matmul_nt_fast(_a: &[Self], _b: &[Self], _k: usize, _c: &mut [Self]) -> bool {
+            false
+        }
+        /// `linalg::matmul_nn_unchecked` likewise.
+        #[inline(always)]
+        fn matmul_nn_fast(
+            _a: &[Self],
+            _b: &[Self],
+            _n: usize,
+            _k: usize,
+            _c: &mut [Self],
+            _accumulate: bool,
+        ) -> bool {
+            false
+        }
     }
     impl Sealed for f32 {
+        #[inline(always)]
+        fn matmul_nt_fast(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> bool {
+            crate::simd::matmul_nt_f32(a, b, k, c)
+        }
+        #[inline(always)]
+        fn matmul_nn_fast(
+            a: &[f32],
+            b: &[f32],
+            n: usize,
+            k: usize,
+            c: &mut [f32],
+            accumulate: bool,
+        ) -> bool {
+            crate::simd::matmul_nn_f32(a, b, n, k, c, accumulate)
+        }
         #[inline(always)]
         fn gumbel_noise(u: f32) -> f32 {
             -<Poly as Backend<f32>>::ln(-<Poly as Backend<f32>>::ln(u))

@@ -111,8 +111,9 @@
 //! softmax-core = { version = "0.1", default-features = false } # Poly backend only
 //! ```
 #![no_std]
-// `unsafe` is confined to the x86_64 part of `simd` (CPUID/XGETBV and calling the
-// `#[target_feature]` copies after detection); every other module forbids it.
+// `unsafe` is confined to the x86_64 part of `simd` (CPUID/XGETBV, calling the
+// `#[target_feature]` copies after detection, and the loads/stores of its AVX2 matrix
+// products); every other module forbids it.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 

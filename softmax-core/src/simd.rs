@@ -6,6 +6,16 @@
 //! `CPUID` and `XGETBV` through `core::arch` (no `std`), and the answer is cached. Other targets
 //! have one copy, compiled for the target's own features (aarch64's NEON is baseline there).
 //!
+//! One exception to "plain Rust": the f32 matrix products of [`linalg`](crate::linalg)
+//! (`matmul_nt`, `matmul_nn`), the score and value products of attention, also have an AVX2
+//! copy written with `core::arch` intrinsics, in this module. LLVM scalarised every portable
+//! formulation of four dot products sharing their loads, and it kept the running sums of a
+//! column block in memory; the hand-scheduled copy performs exactly the portable loop's
+//! roundings in the same order (the same lanes, the same pairwise lane tree, no fused
+//! multiply-add), so it too changes no bit: `softmax-core/tests/products.rs` compares it with the
+//! definitions in release builds (CI runs it), and `harness/tests/dispatch_levels.rs` with the
+//! baseline level. It made attention's prefill 1.3× faster on this crate's test machine.
+//!
 //! **The level never changes a result bit.** Only the width of the machine code differs: the
 //! reductions have a fixed number of lanes combined in a fixed order, and Rust never contracts a
 //! multiply and an add into a fused multiply-add, so every operation rounds exactly as in the
@@ -138,6 +148,29 @@ pub(crate) fn exec<R>(f: impl FnOnce() -> R) -> R {
     imp::exec(f)
 }
 
+/// `C = A·Bᵀ` in f32 with hand-scheduled AVX2 code when the current [`level`] allows it (the
+/// same sums in the same order as `linalg`'s portable loop: bit for bit its result); `false`
+/// when not taken (other level or target), and the caller runs the portable loop. Shapes as
+/// `linalg::matmul_nt_unchecked`: `a` is `m × k`, `b` is `n × k`, `c` is `m × n`, `k > 0`.
+#[inline(always)]
+pub(crate) fn matmul_nt_f32(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> bool {
+    imp::matmul_nt_f32(a, b, k, c)
+}
+
+/// `C (+)= A·B` in f32, as [`matmul_nt_f32`] is to `linalg::matmul_nn_unchecked` (each element's
+/// products added in the order of the shared dimension, as there).
+#[inline(always)]
+pub(crate) fn matmul_nn_f32(
+    a: &[f32],
+    b: &[f32],
+    n: usize,
+    k: usize,
+    c: &mut [f32],
+    accumulate: bool,
+) -> bool {
+    imp::matmul_nn_f32(a, b, n, k, c, accumulate)
+}
+
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)))]
 #[allow(unsafe_code)]
 mod imp {
@@ -225,6 +258,33 @@ mod imp {
         }
     }
 
+    #[inline(always)]
+    pub(super) fn matmul_nt_f32(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> bool {
+        if level() < Level::Avx2 || k == 0 {
+            return false;
+        }
+        // SAFETY: `level` never exceeds what `ask_cpu` found: AVX2 and the YMM state.
+        unsafe { avx2_kernels::matmul_nt(a, b, k, c) };
+        true
+    }
+
+    #[inline(always)]
+    pub(super) fn matmul_nn_f32(
+        a: &[f32],
+        b: &[f32],
+        n: usize,
+        k: usize,
+        c: &mut [f32],
+        accumulate: bool,
+    ) -> bool {
+        if level() < Level::Avx2 || n == 0 || k == 0 {
+            return false;
+        }
+        // SAFETY: as in `matmul_nt_f32`.
+        unsafe { avx2_kernels::matmul_nn(a, b, n, k, c, accumulate) };
+        true
+    }
+
     #[target_feature(enable = "avx512f,avx2")]
     #[inline(never)]
     fn avx512<R>(f: impl FnOnce() -> R) -> R {
@@ -235,6 +295,327 @@ mod imp {
     #[inline(never)]
     fn avx2<R>(f: impl FnOnce() -> R) -> R {
         f()
+    }
+
+    /// The AVX2 copies of `linalg`'s f32 matrix products. They are not a different algorithm:
+    /// every element is the portable loop's sequence of roundings (no fused multiply-add; the
+    /// 16 lanes of a dot product combined in the same pairwise tree), only scheduled by hand so
+    /// that several dot products share their loads and the lane tree of four dot products is
+    /// combined together. `harness/tests/dispatch_levels.rs` compares their bits with the
+    /// portable loop's.
+    mod avx2_kernels {
+        use core::arch::x86_64::{
+            __m256, _mm256_add_ps, _mm256_castps256_ps128, _mm256_extractf128_ps, _mm256_loadu_ps,
+            _mm256_mul_ps, _mm256_permute2f128_ps, _mm256_set1_ps, _mm256_setzero_ps,
+            _mm256_shuffle_ps, _mm256_storeu_ps, _mm_cvtss_f32, _mm_movehdup_ps,
+        };
+
+        /// Lanes of a dot product (`kernel::LANES`): two AVX2 vectors, `lo` = lanes 0..8.
+        const L: usize = 16;
+        /// Rows of `B` per group in `matmul_nn` (`linalg::GROUP`: the same walk, the same bits).
+        const GROUP: usize = 64;
+
+        #[inline(always)]
+        fn load8(x: &[f32; 8]) -> __m256 {
+            // SAFETY: `x` is 8 floats; `loadu` has no alignment requirement. Only called from the
+            // `avx2` functions below, whose callers checked for AVX2.
+            unsafe { _mm256_loadu_ps(x.as_ptr()) }
+        }
+
+        #[inline(always)]
+        fn store8(x: &mut [f32; 8], v: __m256) {
+            // SAFETY: as in `load8`, for a store.
+            unsafe { _mm256_storeu_ps(x.as_mut_ptr(), v) }
+        }
+
+        /// Lanes `0..8` and `8..16` of a chunk of 16.
+        #[inline(always)]
+        fn halves(x: &[f32; L]) -> (&[f32; 8], &[f32; 8]) {
+            let (lo, hi) = x.split_at(8);
+            (
+                <&[f32; 8]>::try_from(lo).unwrap_or(&[0.0; 8]),
+                <&[f32; 8]>::try_from(hi).unwrap_or(&[0.0; 8]),
+            )
+        }
+
+        /// The last `len mod 16` values of a row, padded with zeros to a whole chunk. A padding lane
+        /// adds `+0·+0 = +0` to its running sum, which changes nothing: a lane's sum starts at `+0`
+        /// and round-to-nearest never makes it `−0`.
+        #[inline(always)]
+        fn padded(tail: &[f32]) -> [f32; L] {
+            let mut p = [0.0; L];
+            for (d, &s) in p.iter_mut().zip(tail) {
+                *d = s;
+            }
+            p
+        }
+
+        /// The pairwise lane tree of `linalg::combine` for four dot products at once, from their
+        /// lanes after its first level (`x[i]` = lanes `l + l+8`, `l < 8`): then `l + l+4` (the two
+        /// 128-bit halves), `l + l+2`, `l + l+1`.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn combine4(x: [__m256; 4]) -> [f32; 4] {
+            let y01 = _mm256_add_ps(
+                _mm256_permute2f128_ps::<0x20>(x[0], x[1]),
+                _mm256_permute2f128_ps::<0x31>(x[0], x[1]),
+            );
+            let y23 = _mm256_add_ps(
+                _mm256_permute2f128_ps::<0x20>(x[2], x[3]),
+                _mm256_permute2f128_ps::<0x31>(x[2], x[3]),
+            );
+            // y01 = [x0 (4 lanes) | x1 (4 lanes)], y23 likewise.
+            let z = _mm256_add_ps(
+                _mm256_shuffle_ps::<0x44>(y01, y23),
+                _mm256_shuffle_ps::<0xEE>(y01, y23),
+            );
+            // z = [x0 (2), x2 (2) | x1 (2), x3 (2)].
+            let w = _mm256_add_ps(
+                _mm256_shuffle_ps::<0x88>(z, z),
+                _mm256_shuffle_ps::<0xDD>(z, z),
+            );
+            // w = [r0, r2, r0, r2 | r1, r3, r1, r3].
+            let lo = _mm256_castps256_ps128(w);
+            let hi = _mm256_extractf128_ps::<1>(w);
+            [
+                _mm_cvtss_f32(lo),
+                _mm_cvtss_f32(hi),
+                _mm_cvtss_f32(_mm_movehdup_ps(lo)),
+                _mm_cvtss_f32(_mm_movehdup_ps(hi)),
+            ]
+        }
+
+        /// The `R × C = 4` dot products of rows `a[r]` with rows `b[c]` (all of one length), in the
+        /// order `r·C + c`. Each is `linalg::dot_unchecked` to the bit.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn dots<const R: usize, const C: usize>(a: [&[f32]; R], b: [&[f32]; C]) -> [f32; 4] {
+            let zero = _mm256_setzero_ps();
+            let mut lo = [[zero; C]; R];
+            let mut hi = [[zero; C]; R];
+            let mut step = |xa: [&[f32; L]; R], xb: [&[f32; L]; C]| {
+                let va = xa.map(|x| {
+                    let (l, h) = halves(x);
+                    (load8(l), load8(h))
+                });
+                for (c, xb) in xb.iter().enumerate() {
+                    let (l, h) = halves(xb);
+                    let (bl, bh) = (load8(l), load8(h));
+                    for (r, &(al, ah)) in va.iter().enumerate() {
+                        lo[r][c] = _mm256_add_ps(lo[r][c], _mm256_mul_ps(al, bl));
+                        hi[r][c] = _mm256_add_ps(hi[r][c], _mm256_mul_ps(ah, bh));
+                    }
+                }
+            };
+            let ac = a.map(|x| x.as_chunks::<L>());
+            let bc = b.map(|x| x.as_chunks::<L>());
+            let n = ac
+                .iter()
+                .map(|x| x.0.len())
+                .chain(bc.iter().map(|x| x.0.len()))
+                .min();
+            for i in 0..n.unwrap_or(0) {
+                let xa = ac.map(|x| x.0.get(i));
+                let xb = bc.map(|x| x.0.get(i));
+                if let (Some(xa), Some(xb)) = (all(xa), all(xb)) {
+                    step(xa, xb);
+                }
+            }
+            if ac.iter().any(|x| !x.1.is_empty()) {
+                let pa = ac.map(|x| padded(x.1));
+                let pb = bc.map(|x| padded(x.1));
+                step(pa.each_ref(), pb.each_ref());
+            }
+            let mut x = [zero; 4];
+            for (r, (lo, hi)) in lo.iter().zip(hi.iter()).enumerate() {
+                for (c, (&l, &h)) in lo.iter().zip(hi.iter()).enumerate() {
+                    if let Some(x) = x.get_mut(r * C + c) {
+                        *x = _mm256_add_ps(l, h);
+                    }
+                }
+            }
+            combine4(x)
+        }
+
+        /// All present, or `None`.
+        #[inline(always)]
+        fn all<T: Copy, const N: usize>(x: [Option<T>; N]) -> Option<[T; N]> {
+            let first = x.first().copied().flatten()?;
+            let mut out = [first; N];
+            for (o, v) in out.iter_mut().zip(x) {
+                *o = v?;
+            }
+            Some(out)
+        }
+
+        /// Row `i` of `k` values (empty if out of range).
+        #[inline(always)]
+        fn row(x: &[f32], i: usize, k: usize) -> &[f32] {
+            match (
+                i.checked_mul(k),
+                i.checked_add(1).and_then(|j| j.checked_mul(k)),
+            ) {
+                (Some(s), Some(e)) => x.get(s..e).unwrap_or(&[]),
+                _ => &[],
+            }
+        }
+
+        /// `C = A·Bᵀ` (`a` `m × k`, `b` `n × k`, `c` `m × n`, `k > 0`): two rows of `A` with two of
+        /// `B` at a time (four dot products sharing their loads), an odd last row of `A` with four
+        /// rows of `B` at a time.
+        #[target_feature(enable = "avx2")]
+        pub(super) fn matmul_nt(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) {
+            if k == 0 {
+                return;
+            }
+            let n = b.len() / k;
+            let Some(last) = n.checked_sub(1) else {
+                return;
+            };
+            let b_last = row(b, last, k);
+            let mut a_rows = a.chunks_exact(k);
+            let mut c_rows = c.chunks_exact_mut(n);
+            while let (Some(a0), Some(c0)) = (a_rows.next(), c_rows.next()) {
+                match (a_rows.next(), c_rows.next()) {
+                    (Some(a1), Some(c1)) => {
+                        let (c0p, c0r) = c0.as_chunks_mut::<2>();
+                        let (c1p, c1r) = c1.as_chunks_mut::<2>();
+                        let mut b_pairs = b.chunks_exact(2 * k);
+                        for ((x, y), bp) in c0p.iter_mut().zip(c1p.iter_mut()).zip(&mut b_pairs) {
+                            let (b0, b1) = bp.split_at(k);
+                            let r = dots::<2, 2>([a0, a1], [b0, b1]);
+                            *x = [r[0], r[1]];
+                            *y = [r[2], r[3]];
+                        }
+                        if let (Some(x), Some(y)) = (c0r.first_mut(), c1r.first_mut()) {
+                            let r = dots::<2, 2>([a0, a1], [b_last, b_last]);
+                            *x = r[0];
+                            *y = r[2];
+                        }
+                    }
+                    _ => {
+                        // An odd last row of `A`: four rows of `B` at a time.
+                        let (cq, cr) = c0.as_chunks_mut::<4>();
+                        let mut b_quads = b.chunks_exact(4 * k);
+                        for (x, bq) in cq.iter_mut().zip(&mut b_quads) {
+                            let (b01, b23) = bq.split_at(2 * k);
+                            let (b0, b1) = b01.split_at(k);
+                            let (b2, b3) = b23.split_at(k);
+                            *x = dots::<1, 4>([a0], [b0, b1, b2, b3]);
+                        }
+                        let mut rest = b_quads.remainder().chunks_exact(k);
+                        let bs = [(); 4].map(|_| rest.next().unwrap_or(b_last));
+                        let r = dots::<1, 4>([a0], bs);
+                        for (x, &v) in cr.iter_mut().zip(r.iter()) {
+                            *x = v;
+                        }
+                    }
+                }
+            }
+        }
+
+        /// `c[off .. off + 8·V] += Σ_j x_j·b_j[off ..]` over the pairs in order, `V` vectors of
+        /// running sums in registers for the whole walk.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn columns<'a, const V: usize>(
+            c: &mut [f32],
+            off: usize,
+            pairs: impl Iterator<Item = (f32, &'a [f32])>,
+        ) {
+            // Arrays of `V` vectors throughout (`first_chunk`), so that the loops over them
+            // unroll and the running sums stay in registers.
+            let Some(cv) = c
+                .get_mut(off..)
+                .and_then(|c| c.as_chunks_mut::<8>().0.first_chunk_mut::<V>())
+            else {
+                return;
+            };
+            let mut acc = [_mm256_setzero_ps(); V];
+            for v in 0..V {
+                acc[v] = load8(&cv[v]);
+            }
+            for (x, b_row) in pairs {
+                let Some(bv) = b_row
+                    .get(off..)
+                    .and_then(|b| b.as_chunks::<8>().0.first_chunk::<V>())
+                else {
+                    continue;
+                };
+                let xv = _mm256_set1_ps(x);
+                for v in 0..V {
+                    acc[v] = _mm256_add_ps(acc[v], _mm256_mul_ps(xv, load8(&bv[v])));
+                }
+            }
+            for v in 0..V {
+                store8(&mut cv[v], acc[v]);
+            }
+        }
+
+        /// The pairs `(a_row[j0 + j], row j of b_grp)`.
+        #[inline(always)]
+        fn group<'x>(
+            a_row: &'x [f32],
+            j0: usize,
+            b_grp: &'x [f32],
+            k: usize,
+        ) -> impl Iterator<Item = (f32, &'x [f32])> + 'x {
+            let a_grp = a_row.get(j0..).unwrap_or(&[]);
+            a_grp.iter().copied().zip(b_grp.chunks_exact(k.max(1)))
+        }
+
+        /// `C (+)= A·B` (`a` `m × n`, `b` `n × k`, `c` `m × k`, `n, k > 0`): `linalg::matmul_nn`'s
+        /// walk (groups of 64 rows of `B` outermost), with 64, 32, 16 or 8 columns of a row of `C` in
+        /// registers, and the last `k mod 8` columns one at a time.
+        #[target_feature(enable = "avx2")]
+        pub(super) fn matmul_nn(
+            a: &[f32],
+            b: &[f32],
+            n: usize,
+            k: usize,
+            c: &mut [f32],
+            accumulate: bool,
+        ) {
+            if !accumulate {
+                c.fill(0.0);
+            }
+            if n == 0 || k == 0 {
+                return;
+            }
+            let m = a.len() / n;
+            // Groups of `GROUP` rows of `B` (and the matching columns of `A`), outermost.
+            for (g, b_grp) in b.chunks(GROUP * k).enumerate() {
+                let j0 = g * GROUP;
+                let grp = |a_row| group(a_row, j0, b_grp, k);
+                for (a_row, c_row) in a.chunks_exact(n).zip(c.chunks_exact_mut(k)).take(m) {
+                    let mut off = 0;
+                    while off + 64 <= k {
+                        columns::<8>(c_row, off, grp(a_row));
+                        off += 64;
+                    }
+                    if off + 32 <= k {
+                        columns::<4>(c_row, off, grp(a_row));
+                        off += 32;
+                    }
+                    if off + 16 <= k {
+                        columns::<2>(c_row, off, grp(a_row));
+                        off += 16;
+                    }
+                    if off + 8 <= k {
+                        columns::<1>(c_row, off, grp(a_row));
+                        off += 8;
+                    }
+                    if off < k {
+                        let rest = c_row.get_mut(off..).unwrap_or(&mut []);
+                        for (x, b_row) in grp(a_row) {
+                            for (s, &bv) in rest.iter_mut().zip(b_row.get(off..).unwrap_or(&[])) {
+                                *s += x * bv;
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -252,6 +633,23 @@ mod imp {
     }
 
     pub(super) fn set_cap(_cap: Level) {}
+
+    #[inline(always)]
+    pub(super) fn matmul_nt_f32(_a: &[f32], _b: &[f32], _k: usize, _c: &mut [f32]) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    pub(super) fn matmul_nn_f32(
+        _a: &[f32],
+        _b: &[f32],
+        _n: usize,
+        _k: usize,
+        _c: &mut [f32],
+        _accumulate: bool,
+    ) -> bool {
+        false
+    }
 
     #[inline(always)]
     pub(super) fn exec<R>(f: impl FnOnce() -> R) -> R {
