@@ -552,21 +552,26 @@ mod imp {
             }
         }
 
-        /// The pairs `(a_row[j0 + j], row j of b_grp)`.
+        /// The pairs `(a_grp[j], row j of b_grp)` (rows of `k` values; `k > 0`). Walked with
+        /// checked splits: no division, which would cost more than a short walk of attention's
+        /// (one row of 64 keys per call).
         #[inline(always)]
         fn group<'x>(
-            a_row: &'x [f32],
-            j0: usize,
+            a_grp: &'x [f32],
             b_grp: &'x [f32],
             k: usize,
         ) -> impl Iterator<Item = (f32, &'x [f32])> + 'x {
-            let a_grp = a_row.get(j0..).unwrap_or(&[]);
-            a_grp.iter().copied().zip(b_grp.chunks_exact(k.max(1)))
+            let mut rest = b_grp;
+            a_grp.iter().copied().map_while(move |x| {
+                let (row, next) = rest.split_at_checked(k)?;
+                rest = next;
+                Some((x, row))
+            })
         }
 
         /// `C (+)= A·B` (`a` `m × n`, `b` `n × k`, `c` `m × k`, `n, k > 0`): `linalg::matmul_nn`'s
-        /// walk (groups of 64 rows of `B` outermost), with 64, 32, 16 or 8 columns of a row of `C` in
-        /// registers, and the last `k mod 8` columns one at a time.
+        /// walk (groups of 64 rows of `B` outermost), with 64, 32, 16 or 8 columns of a row of `C`
+        /// in registers, and the last `k mod 8` columns one at a time.
         #[target_feature(enable = "avx2")]
         pub(super) fn matmul_nn(
             a: &[f32],
@@ -582,38 +587,52 @@ mod imp {
             if n == 0 || k == 0 {
                 return;
             }
-            let m = a.len() / n;
-            // Groups of `GROUP` rows of `B` (and the matching columns of `A`), outermost.
-            for (g, b_grp) in b.chunks(GROUP * k).enumerate() {
-                let j0 = g * GROUP;
-                let grp = |a_row| group(a_row, j0, b_grp, k);
-                for (a_row, c_row) in a.chunks_exact(n).zip(c.chunks_exact_mut(k)).take(m) {
+            let mut b_rest = b;
+            let mut j0 = 0;
+            while j0 < n {
+                let rows = GROUP.min(n - j0);
+                let Some((b_grp, b_next)) = rows
+                    .checked_mul(k)
+                    .and_then(|len| b_rest.split_at_checked(len))
+                else {
+                    return;
+                };
+                b_rest = b_next;
+                let (mut a_rest, mut c_rest) = (a, &mut *c);
+                while let (Some((a_row, a_next)), Some((c_row, c_next))) = (
+                    a_rest.split_at_checked(n),
+                    core::mem::take(&mut c_rest).split_at_mut_checked(k),
+                ) {
+                    a_rest = a_next;
+                    c_rest = c_next;
+                    let a_grp = a_row.get(j0..j0 + rows).unwrap_or(&[]);
                     let mut off = 0;
                     while off + 64 <= k {
-                        columns::<8>(c_row, off, grp(a_row));
+                        columns::<8>(c_row, off, group(a_grp, b_grp, k));
                         off += 64;
                     }
                     if off + 32 <= k {
-                        columns::<4>(c_row, off, grp(a_row));
+                        columns::<4>(c_row, off, group(a_grp, b_grp, k));
                         off += 32;
                     }
                     if off + 16 <= k {
-                        columns::<2>(c_row, off, grp(a_row));
+                        columns::<2>(c_row, off, group(a_grp, b_grp, k));
                         off += 16;
                     }
                     if off + 8 <= k {
-                        columns::<1>(c_row, off, grp(a_row));
+                        columns::<1>(c_row, off, group(a_grp, b_grp, k));
                         off += 8;
                     }
                     if off < k {
                         let rest = c_row.get_mut(off..).unwrap_or(&mut []);
-                        for (x, b_row) in grp(a_row) {
+                        for (x, b_row) in group(a_grp, b_grp, k) {
                             for (s, &bv) in rest.iter_mut().zip(b_row.get(off..).unwrap_or(&[])) {
                                 *s += x * bv;
                             }
                         }
                     }
                 }
+                j0 += rows;
             }
         }
     }
