@@ -13,8 +13,9 @@
 //! column block in memory; the hand-scheduled copy performs exactly the portable loop's
 //! roundings in the same order (the same lanes, the same pairwise lane tree, no fused
 //! multiply-add), so it too changes no bit: `softmax-core/tests/products.rs` compares it with the
-//! definitions in release builds (CI runs it), and `harness/tests/dispatch_levels.rs` with the
-//! baseline level. It made attention's prefill 1.3× faster on this crate's test machine.
+//! definitions in release builds (CI runs it there, and it asserts that the AVX2 copy is the one
+//! that ran when the CPU has AVX2), and `cargo test --release -p harness --test dispatch_levels`
+//! with the baseline level. It made attention's prefill 1.3× faster on this crate's test machine.
 //!
 //! **The level never changes a result bit.** Only the width of the machine code differs: the
 //! reductions have a fixed number of lanes combined in a fixed order, and Rust never contracts a
@@ -301,8 +302,9 @@ mod imp {
     /// every element is the portable loop's sequence of roundings (no fused multiply-add; the
     /// 16 lanes of a dot product combined in the same pairwise tree), only scheduled by hand so
     /// that several dot products share their loads and the lane tree of four dot products is
-    /// combined together. `harness/tests/dispatch_levels.rs` compares their bits with the
-    /// portable loop's.
+    /// combined together. `softmax-core/tests/products.rs` (release, in CI) compares their bits
+    /// with the definitions, `harness/tests/dispatch_levels.rs` (release) with the portable
+    /// loop's.
     mod avx2_kernels {
         use core::arch::x86_64::{
             __m256, _mm256_add_ps, _mm256_castps256_ps128, _mm256_extractf128_ps, _mm256_loadu_ps,
@@ -315,16 +317,17 @@ mod imp {
         /// Rows of `B` per group in `matmul_nn` (`linalg::GROUP`: the same walk, the same bits).
         const GROUP: usize = 64;
 
-        #[inline(always)]
+        #[target_feature(enable = "avx2")]
+        #[inline]
         fn load8(x: &[f32; 8]) -> __m256 {
-            // SAFETY: `x` is 8 floats; `loadu` has no alignment requirement. Only called from the
-            // `avx2` functions below, whose callers checked for AVX2.
+            // SAFETY: `x` is 8 floats; `loadu` has no alignment requirement.
             unsafe { _mm256_loadu_ps(x.as_ptr()) }
         }
 
-        #[inline(always)]
+        #[target_feature(enable = "avx2")]
+        #[inline]
         fn store8(x: &mut [f32; 8], v: __m256) {
-            // SAFETY: as in `load8`, for a store.
+            // SAFETY: `x` is 8 floats; `storeu` has no alignment requirement.
             unsafe { _mm256_storeu_ps(x.as_mut_ptr(), v) }
         }
 
@@ -503,11 +506,13 @@ mod imp {
                             let (b2, b3) = b23.split_at(k);
                             *x = dots::<1, 4>([a0], [b0, b1, b2, b3]);
                         }
-                        let mut rest = b_quads.remainder().chunks_exact(k);
-                        let bs = [(); 4].map(|_| rest.next().unwrap_or(b_last));
-                        let r = dots::<1, 4>([a0], bs);
-                        for (x, &v) in cr.iter_mut().zip(r.iter()) {
-                            *x = v;
+                        if !cr.is_empty() {
+                            let mut rest = b_quads.remainder().chunks_exact(k);
+                            let bs = [(); 4].map(|_| rest.next().unwrap_or(b_last));
+                            let r = dots::<1, 4>([a0], bs);
+                            for (x, &v) in cr.iter_mut().zip(r.iter()) {
+                                *x = v;
+                            }
                         }
                     }
                 }
