@@ -30,14 +30,6 @@ use crate::{Error, Float, LogSumExp};
     inline(never)
 )]
 pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
-    if io.src().len() >= kernel::LONG_ROW {
-        // Two passes: the online max-and-sum, then the terms against its reference, scaled.
-        if let Some((r, hi, lo)) = kernel::online_sum::<F, B, _, S>(io.src(), s) {
-            let inv = kernel::inv_pair(hi, lo);
-            io.map(|x| kernel::term::<F, B, S>(s, r, x) * inv);
-            return;
-        }
-    }
     let sc = kernel::scan(io.src());
     if !sc.max.is_finite() || sc.nan {
         fill_limit(io, sc);
