@@ -18,10 +18,10 @@
 #[path = "attention_support/reference.rs"]
 mod attention_ref;
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
+mod conform_support;
 
 use attention_ref::{backward, forward, Case, Rng};
+use conform_support::run;
 use serde_json::{Map, Value};
 
 const U: f64 = 5.960_464_477_539_063e-8;
@@ -29,42 +29,6 @@ const U: f64 = 5.960_464_477_539_063e-8;
 // ------------------------------------------------------------------------------------------------
 // Driving the binary
 // ------------------------------------------------------------------------------------------------
-
-/// Runs `harness conform` on the lines; asserts a clean exit and one answer line per input line.
-fn run(lines: &[String]) -> Vec<Map<String, Value>> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .arg("conform")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn harness conform");
-    let mut stdin = child.stdin.take().expect("stdin pipe");
-    let mut data = String::new();
-    for l in lines {
-        data.push_str(l);
-        data.push('\n');
-    }
-    let writer = std::thread::spawn(move || stdin.write_all(data.as_bytes()));
-    let out = child.wait_with_output().expect("wait for harness");
-    writer.join().expect("writer thread").expect("write stdin");
-    assert!(out.status.success(), "exit status {:?}", out.status);
-    assert!(
-        out.stderr.is_empty(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("UTF-8");
-    let answers: Vec<_> = text
-        .lines()
-        .map(|raw| match serde_json::from_str::<Value>(raw) {
-            Ok(Value::Object(m)) => m,
-            _ => panic!("not an object: {raw}"),
-        })
-        .collect();
-    assert_eq!(answers.len(), lines.len(), "one answer per line");
-    answers
-}
 
 /// The float array `field` of a success answer.
 fn floats(a: &Map<String, Value>, field: &str) -> Vec<f32> {

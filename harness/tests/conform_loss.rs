@@ -10,49 +10,13 @@
 //! ulp per element, logits up to 10 = 1/τ). Then the edge semantics (ignored `-inf` rows) and
 //! every error kind of the loss ops with its id.
 
+mod conform_support;
 mod loss_support;
 
-use std::io::Write as _;
-use std::process::{Command, Stdio};
-
+use conform_support::run;
 use loss_support as r;
 use loss_support::{Neg, Red, Rng};
 use serde_json::{Map, Value};
-
-fn run(lines: &[String]) -> Vec<Map<String, Value>> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .arg("conform")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn harness conform");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut input = String::new();
-    for l in lines {
-        input.push_str(l);
-        input.push('\n');
-    }
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().expect("wait");
-    writer.join().expect("writer").expect("write stdin");
-    assert!(out.status.success(), "status {:?}", out.status);
-    assert!(
-        out.stderr.is_empty(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("UTF-8");
-    let answers: Vec<Map<String, Value>> = text
-        .lines()
-        .map(|l| match serde_json::from_str(l) {
-            Ok(Value::Object(m)) => m,
-            _ => panic!("not a JSON object: {l}"),
-        })
-        .collect();
-    assert_eq!(answers.len(), lines.len(), "one answer per line");
-    answers
-}
 
 fn num(v: f64) -> String {
     if v.is_nan() {
