@@ -7,62 +7,26 @@
 //! from their text into the answer's dtype, so the checks are on the bits the protocol delivers.
 //!
 
+mod conform_support;
+
 use std::fmt::LowerExp;
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 use std::str::FromStr;
 
+use conform_support::{run_bytes, run_lines};
 use serde_json::{Map, Value};
 
 // ------------------------------------------------------------------------------------------------
 // Driving the binary
 // ------------------------------------------------------------------------------------------------
 
-/// Runs `harness conform` on raw input; asserts a clean exit (status 0, nothing on stderr, so no
-/// panic message either) and returns the output lines.
-fn run_bytes(input: &[u8]) -> Vec<String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .arg("conform")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn harness conform");
-    let mut stdin = child.stdin.take().expect("stdin pipe");
-    let data = input.to_vec();
-    // Write from another thread so a large input cannot deadlock against a full stdout pipe.
-    let writer = std::thread::spawn(move || stdin.write_all(&data));
-    let out = child.wait_with_output().expect("wait for harness");
-    writer.join().expect("writer thread").expect("write stdin");
-    assert!(
-        out.status.success(),
-        "exit status {:?}; stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stderr.is_empty(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).expect("stdout is UTF-8");
-    assert!(
-        text.is_empty() || text.ends_with('\n'),
-        "last line unterminated"
-    );
-    text.lines().map(str::to_owned).collect()
-}
-
-/// Runs the given lines (each newline-terminated); asserts one answer per line and parses them.
+/// Runs the given lines; parses the answers (one per line).
 fn run(lines: &[String]) -> Vec<Answer> {
-    let mut input = String::new();
-    for l in lines {
-        input.push_str(l);
-        input.push('\n');
-    }
-    let out = run_bytes(input.as_bytes());
-    assert_eq!(out.len(), lines.len(), "one answer per input line");
-    out.iter().map(|raw| Answer::parse(raw)).collect()
+    run_lines(lines)
+        .iter()
+        .map(|raw| Answer::parse(raw))
+        .collect()
 }
 
 fn run1(line: &str) -> Answer {
