@@ -245,7 +245,7 @@ const NN_COLS: usize = 2 * LANES;
 const TN_COLS: usize = 4 * LANES;
 
 /// Rows of `B` that [`matmul_nn`] takes through all column blocks before the next rows.
-const GROUP: usize = 64;
+pub(crate) const GROUP: usize = 64;
 
 /// `c[l] += Σ_j a_j·b_j[l]` over the pairs `(a_j, b_j)` in order, for the columns
 /// `off .. off + c.len()` of each `b_j` (`c.len() <= W`); the running sums live in a local

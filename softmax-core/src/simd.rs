@@ -15,7 +15,7 @@
 //! multiply-add), so it too changes no bit: `softmax-core/tests/products.rs` compares it with the
 //! definitions in release builds (CI runs it there, and it asserts that the AVX2 copy is the one
 //! that ran when the CPU has AVX2), and `cargo test --release -p harness --test dispatch_levels`
-//! with the baseline level. It made attention's prefill 1.3× faster on this crate's test machine.
+//! with the baseline level. It made attention's prefill about 1.25× faster on this crate's test machine.
 //!
 //! **The level never changes a result bit.** Only the width of the machine code differs: the
 //! reductions have a fixed number of lanes combined in a fixed order, and Rust never contracts a
@@ -313,9 +313,13 @@ mod imp {
         };
 
         /// Lanes of a dot product (`kernel::LANES`): two AVX2 vectors, `lo` = lanes 0..8.
-        const L: usize = 16;
-        /// Rows of `B` per group in `matmul_nn` (`linalg::GROUP`: the same walk, the same bits).
-        const GROUP: usize = 64;
+        const L: usize = crate::kernel::LANES;
+        const _: () = assert!(
+            L == 16,
+            "the kernels below hold a dot product in two vectors"
+        );
+        /// Rows of `B` per group in `matmul_nn` (the portable loop's: the same walk).
+        const GROUP: usize = crate::linalg::GROUP;
 
         #[target_feature(enable = "avx2")]
         #[inline]
