@@ -34,7 +34,7 @@
 //!   [`Causal::BottomRight`] and the same options answers. The cost per token is set by
 //!   `sinks + W` only.
 //! * Generic over [`Float`] (f32 is the fast path; f64 for references and gradient checks) and
-//!   softmax-core's backends ([`backend::Poly`], [`backend::Libm`], [`backend::MicroMath`]).
+//!   softmax-core's backends ([`backend::Poly`], [`backend::Libm`], `backend::MicroMath`).
 //!   Deterministic: fixed reduction order, no fused multiply-add, the same bits on x86_64 (any
 //!   SIMD level), Cortex-M4F and Cortex-M0 (checked by the on-target suite under QEMU).
 //!

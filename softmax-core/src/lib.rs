@@ -18,7 +18,7 @@
 //!
 //! * softmax, softmax at temperature τ, in place; log_softmax; logsumexp; masked (keep-mask and
 //!   additive bias) forms — single rows over slices ([`softmax`], …), row batches with masks and
-//!   temperature ([`rows`]), fixed-size arrays ([`array`]); `f32` and `f64`.
+//!   temperature ([`rows`]), fixed-size arrays ([`mod@array`]); `f32` and `f64`.
 //! * The online log-sum-exp state [`LogSumExp`] (`push`, `push_slice`, associative `merge`,
 //!   `finish`): the primitive cross-entropy and attention are built on.
 //! * [`entropy`] of softmax(x/τ) and [`kl_divergence`] between two softmaxes, from logits.
@@ -43,19 +43,19 @@
 //!
 //! Every op comes in three forms: a single row over slices (the functions at the crate root), a
 //! batch of rows with the temperature and mask in a [`Rows`] spec ([`rows`]), and a fixed-size
-//! array wrapper whose lengths are checked at compile time ([`array`]).
+//! array wrapper whose lengths are checked at compile time ([`mod@array`]).
 //!
 //! # Backends
 //!
 //! Every function that needs `exp`/`ln` takes a backend value first: [`backend::Poly`] (this
 //! crate's branch-free polynomial, auto-vectorised, <= 1 ULP), [`backend::Libm`] (feature
-//! `libm`, on by default) or [`backend::MicroMath`] (feature `micromath`, f32, approximate).
+//! `libm`, on by default) or `backend::MicroMath` (feature `micromath`, f32, approximate).
 //! See [`backend`] for the measured accuracy of each.
 //!
 //! # Features
 //!
 //! * `libm` (default): the [`backend::Libm`] backend.
-//! * `micromath`: the [`backend::MicroMath`] backend.
+//! * `micromath`: the `backend::MicroMath` backend.
 //!
 //! With `default-features = false` the crate has no dependencies at all; [`backend::Poly`] is
 //! always available.

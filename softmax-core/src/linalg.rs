@@ -16,10 +16,10 @@
 //! * [`matmul_nn`] and [`matmul_tn`] add the products of each output element left to right, in
 //!   the order of the shared dimension, starting from 0 or from the output's old value.
 //!
-//! No fused multiply-add is ever formed, so x86_64 (at every [`simd`](crate::simd) level),
+//! No fused multiply-add is ever formed, so x86_64 (at every [`simd`] level),
 //! Cortex-M4F and soft-float cores give identical results. On x86_64 with AVX2, f32
 //! [`matmul_nt`] and [`matmul_nn`] run a hand-scheduled copy of these loops (see
-//! [`simd`](crate::simd)): the same operations in the same order, so the same bits.
+//! [`simd`]): the same operations in the same order, so the same bits.
 //!
 //! # Accuracy
 //!

@@ -7,7 +7,7 @@
 //! |---|---|---|---|
 //! | [`Poly`] | f32, f64 | f32: <= 1 ULP from the correctly rounded result over every input with a normal result (real-valued max 0.83 ULP, exhaustive); f64: <= 1 ULP | branch-free, auto-vectorises |
 //! | [`Libm`] (feature `libm`, default) | f32, f64 | the `libm` crate (musl): < 1 ULP | scalar, branchy |
-//! | [`MicroMath`] (feature `micromath`) | f32 | `micromath`: 2.4e-3 relative (measured) | scalar, short |
+//! | `MicroMath` (feature `micromath`) | f32 | `micromath`: 2.4e-3 relative (measured) | scalar, short |
 //!
 //! The ln columns and exact figures are in each backend's documentation.
 
