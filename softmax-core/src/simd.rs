@@ -149,28 +149,12 @@ pub(crate) fn exec<R>(f: impl FnOnce() -> R) -> R {
     imp::exec(f)
 }
 
-/// `C = A·Bᵀ` in f32 with hand-scheduled AVX2 code when the current [`level`] allows it (the
-/// same sums in the same order as `linalg`'s portable loop: bit for bit its result); `false`
-/// when not taken (other level or target), and the caller runs the portable loop. Shapes as
-/// `linalg::matmul_nt_unchecked`: `a` is `m × k`, `b` is `n × k`, `c` is `m × n`, `k > 0`.
-#[inline(always)]
-pub(crate) fn matmul_nt_f32(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> bool {
-    imp::matmul_nt_f32(a, b, k, c)
-}
-
-/// `C (+)= A·B` in f32, as [`matmul_nt_f32`] is to `linalg::matmul_nn_unchecked` (each element's
-/// products added in the order of the shared dimension, as there).
-#[inline(always)]
-pub(crate) fn matmul_nn_f32(
-    a: &[f32],
-    b: &[f32],
-    n: usize,
-    k: usize,
-    c: &mut [f32],
-    accumulate: bool,
-) -> bool {
-    imp::matmul_nn_f32(a, b, n, k, c, accumulate)
-}
+// The f32 matrix products with hand-scheduled AVX2 code, for `linalg`: `matmul_nt_f32(a, b, k,
+// c)` is `C = A·Bᵀ` and `matmul_nn_f32(a, b, n, k, c, accumulate)` is `C (+)= A·B`, each bit for
+// bit the portable loop's result (`linalg::matmul_nt_unchecked` / `matmul_nn_unchecked`, same
+// shapes). They return `false` when not taken (a level below AVX2, another target, a debug
+// build), and the caller runs the portable loop.
+pub(crate) use imp::{matmul_nn_f32, matmul_nt_f32};
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)))]
 #[allow(unsafe_code)]
@@ -260,7 +244,7 @@ mod imp {
     }
 
     #[inline(always)]
-    pub(super) fn matmul_nt_f32(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> bool {
+    pub(crate) fn matmul_nt_f32(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> bool {
         if level() < Level::Avx2 || k == 0 {
             return false;
         }
@@ -270,7 +254,7 @@ mod imp {
     }
 
     #[inline(always)]
-    pub(super) fn matmul_nn_f32(
+    pub(crate) fn matmul_nn_f32(
         a: &[f32],
         b: &[f32],
         n: usize,
@@ -663,12 +647,12 @@ mod imp {
     pub(super) fn set_cap(_cap: Level) {}
 
     #[inline(always)]
-    pub(super) fn matmul_nt_f32(_a: &[f32], _b: &[f32], _k: usize, _c: &mut [f32]) -> bool {
+    pub(crate) fn matmul_nt_f32(_a: &[f32], _b: &[f32], _k: usize, _c: &mut [f32]) -> bool {
         false
     }
 
     #[inline(always)]
-    pub(super) fn matmul_nn_f32(
+    pub(crate) fn matmul_nn_f32(
         _a: &[f32],
         _b: &[f32],
         _n: usize,
