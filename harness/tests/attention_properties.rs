@@ -58,7 +58,7 @@ struct StreamCase {
 fn stream_case() -> impl Strategy<Value = StreamCase> {
     (
         prop::sample::select(vec![(1usize, 1usize), (2, 1), (4, 2), (3, 3), (6, 2)]),
-        1usize..200,
+        1usize..400,
         prop::sample::select(vec![1usize, 4, 16, 33]),
         prop::sample::select(vec![1usize, 3, 8]),
         prop::option::of(1usize..90),
@@ -180,8 +180,8 @@ proptest! {
     #[test]
     fn chunked_and_merged_equals_one_pass(
         seed in any::<u64>(),
-        t in 1usize..12, s in 1usize..200,
-        cuts in prop::collection::vec(0usize..200, 0..6),
+        t in 1usize..12, s in 1usize..400,
+        cuts in prop::collection::vec(0usize..400, 0..6),
         causal in 0u8..3, window in prop::option::of(1usize..80), sinks in 0usize..5,
         alibi in any::<bool>(), softcap in any::<bool>(), sink in any::<bool>(), masked in any::<bool>(),
         reverse in any::<bool>(),
@@ -252,7 +252,7 @@ proptest! {
     fn gqa_equals_repeated_kv_heads_and_outputs_are_convex(
         seed in any::<u64>(),
         (h, hkv) in prop::sample::select(vec![(2usize, 1usize), (4, 2), (6, 3), (8, 2), (3, 1)]),
-        t in 1usize..10, s in 1usize..140,
+        t in 1usize..10, s in 1usize..280,
         causal in 0u8..3, window in prop::option::of(1usize..60), alibi in any::<bool>(),
         sink in any::<bool>(),
     ) {
