@@ -8,7 +8,7 @@ use softmax_core::{linalg, simd, Float};
 
 use crate::kernel::Rows as _;
 use crate::kernel::{finalize, gap_in, keys_of, part, part_mut, Mods, Tile, BK, TQ};
-use crate::options::{check_len, mul, Dims, Options, Output, Plan, Qkv};
+use crate::options::{check_len, mul, Dims, Options, Output, Plan, Qkv, Runs};
 use crate::{Error, QueryState};
 
 /// Scaled dot-product attention, one pass per query: `o = softmax(scores)·V` per head, with
@@ -406,6 +406,15 @@ fn forward_tile<F: Float, B: Backend<F>>(
         if linalg::matmul_nt(x.q_tile, keys_of(x.k, u0, u1, d), d, sc).is_err() {
             return;
         }
+        // Every row of the tile sees every key of the span (no mask inside the block): the
+        // value product runs once for the whole tile, after every row's online step has
+        // rescaled its accumulator. The same bits as row by row (each output element adds its
+        // terms in key order either way), but the value block is read once per tile instead
+        // of once per row.
+        let whole = spans
+            .iter()
+            .take(rows)
+            .all(|r| matches!(r, Some(Runs { first, second: None }) if *first == (u0, u1)));
         for (r, ((row, runs), (st, acc_r))) in sc
             .rows_mut(w.max(1))
             .zip(spans.iter())
@@ -445,12 +454,20 @@ fn forward_tile<F: Float, B: Backend<F>>(
             );
             let n = row.len();
             st.step(row, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
+            if whole {
+                continue;
+            }
             for run in [Some(runs.first), runs.second].into_iter().flatten() {
                 let wr = row
                     .get((run.0 - f) as usize..(run.1 - f) as usize)
                     .unwrap_or(&[]);
                 let vr = keys_of(x.v, run.0, run.1, dv);
                 let _ = linalg::matmul_nn(wr, vr, wr.len(), dv, acc_r, true);
+            }
+        }
+        if whole {
+            if let Some(acc) = acc.get_mut(..rows * dv) {
+                let _ = linalg::matmul_nn(sc, keys_of(x.v, u0, u1, dv), w, dv, acc, true);
             }
         }
     });
