@@ -643,6 +643,136 @@ mod imp {
             }
         }
 
+        /// [`columns`] for two rows of `C` at once (`c0`, `c1`, weights `x0`, `x1` per row of
+        /// `B`): each load of `B` serves both rows. The same operations per element.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn columns2<'a, const V: usize>(
+            c0: &mut [f32],
+            c1: &mut [f32],
+            off: usize,
+            pairs: impl Iterator<Item = (f32, f32, &'a [f32])>,
+        ) {
+            let (Some(cv0), Some(cv1)) = (vectors::<V>(c0, off), vectors::<V>(c1, off)) else {
+                return;
+            };
+            let mut acc0 = [_mm256_setzero_ps(); V];
+            let mut acc1 = [_mm256_setzero_ps(); V];
+            for v in 0..V {
+                acc0[v] = load8(&cv0[v]);
+                acc1[v] = load8(&cv1[v]);
+            }
+            for (x0, x1, b_row) in pairs {
+                let Some(bv) = b_row
+                    .get(off..)
+                    .and_then(|b| b.as_chunks::<8>().0.first_chunk::<V>())
+                else {
+                    continue;
+                };
+                let (xv0, xv1) = (_mm256_set1_ps(x0), _mm256_set1_ps(x1));
+                for v in 0..V {
+                    let b = load8(&bv[v]);
+                    acc0[v] = _mm256_add_ps(acc0[v], _mm256_mul_ps(xv0, b));
+                    acc1[v] = _mm256_add_ps(acc1[v], _mm256_mul_ps(xv1, b));
+                }
+            }
+            for v in 0..V {
+                store8(&mut cv0[v], acc0[v]);
+                store8(&mut cv1[v], acc1[v]);
+            }
+        }
+
+        /// `V` vectors of `c` from `off`, if in range.
+        #[inline(always)]
+        fn vectors<const V: usize>(c: &mut [f32], off: usize) -> Option<&mut [[f32; 8]; V]> {
+            c.get_mut(off..)?
+                .as_chunks_mut::<8>()
+                .0
+                .first_chunk_mut::<V>()
+        }
+
+        /// The triples `(a0_grp[j], a1_grp[j], row j of b_grp)` ([`group`] for two rows).
+        #[inline(always)]
+        fn group2<'x>(
+            a0_grp: &'x [f32],
+            a1_grp: &'x [f32],
+            b_grp: &'x [f32],
+            k: usize,
+        ) -> impl Iterator<Item = (f32, f32, &'x [f32])> + 'x {
+            group(a0_grp, b_grp, k)
+                .zip(a1_grp.iter().copied())
+                .map(|((x0, row), x1)| (x0, x1, row))
+        }
+
+        /// One row of `C` over one group of rows of `B`: 64, 32, 16 or 8 columns in registers,
+        /// the last `k mod 8` one at a time.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn row1(c_row: &mut [f32], a_grp: &[f32], b_grp: &[f32], k: usize) {
+            let mut off = 0;
+            while off + 64 <= k {
+                columns::<8>(c_row, off, group(a_grp, b_grp, k));
+                off += 64;
+            }
+            if off + 32 <= k {
+                columns::<4>(c_row, off, group(a_grp, b_grp, k));
+                off += 32;
+            }
+            if off + 16 <= k {
+                columns::<2>(c_row, off, group(a_grp, b_grp, k));
+                off += 16;
+            }
+            if off + 8 <= k {
+                columns::<1>(c_row, off, group(a_grp, b_grp, k));
+                off += 8;
+            }
+            if off < k {
+                let rest = c_row.get_mut(off..).unwrap_or(&mut []);
+                for (x, b_row) in group(a_grp, b_grp, k) {
+                    for (s, &bv) in rest.iter_mut().zip(b_row.get(off..).unwrap_or(&[])) {
+                        *s += x * bv;
+                    }
+                }
+            }
+        }
+
+        /// Two rows of `C` over one group of rows of `B`: 32, 16 or 8 columns of each in
+        /// registers ([`columns2`]), the last `k mod 8` one at a time.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        fn row2(
+            c0: &mut [f32],
+            c1: &mut [f32],
+            a0_grp: &[f32],
+            a1_grp: &[f32],
+            b_grp: &[f32],
+            k: usize,
+        ) {
+            let mut off = 0;
+            while off + 32 <= k {
+                columns2::<4>(c0, c1, off, group2(a0_grp, a1_grp, b_grp, k));
+                off += 32;
+            }
+            if off + 16 <= k {
+                columns2::<2>(c0, c1, off, group2(a0_grp, a1_grp, b_grp, k));
+                off += 16;
+            }
+            if off + 8 <= k {
+                columns2::<1>(c0, c1, off, group2(a0_grp, a1_grp, b_grp, k));
+                off += 8;
+            }
+            if off < k {
+                for (c_row, a_grp) in [(c0, a0_grp), (c1, a1_grp)] {
+                    let rest = c_row.get_mut(off..).unwrap_or(&mut []);
+                    for (x, b_row) in group(a_grp, b_grp, k) {
+                        for (s, &bv) in rest.iter_mut().zip(b_row.get(off..).unwrap_or(&[])) {
+                            *s += x * bv;
+                        }
+                    }
+                }
+            }
+        }
+
         /// The pairs `(a_grp[j], row j of b_grp)` (rows of `k` values; `k > 0`). Walked with
         /// checked splits: no division, which would cost more than a short walk of attention's
         /// (one row of 64 keys per call).
@@ -689,37 +819,24 @@ mod imp {
                     return;
                 };
                 b_rest = b_next;
+                // Two rows of `C` at a time (each load of `B` serves both), then an odd last one;
+                // walked with checked splits (no division).
                 let (mut a_rest, mut c_rest) = (a, &mut *c);
-                while let (Some((a_row, a_next)), Some((c_row, c_next))) = (
+                while let (Some((a0, a_next)), Some((c0, c_next))) = (
                     a_rest.split_at_checked(n),
                     core::mem::take(&mut c_rest).split_at_mut_checked(k),
                 ) {
-                    a_rest = a_next;
-                    c_rest = c_next;
-                    let a_grp = a_row.get(j0..j0 + rows).unwrap_or(&[]);
-                    let mut off = 0;
-                    while off + 64 <= k {
-                        columns::<8>(c_row, off, group(a_grp, b_grp, k));
-                        off += 64;
-                    }
-                    if off + 32 <= k {
-                        columns::<4>(c_row, off, group(a_grp, b_grp, k));
-                        off += 32;
-                    }
-                    if off + 16 <= k {
-                        columns::<2>(c_row, off, group(a_grp, b_grp, k));
-                        off += 16;
-                    }
-                    if off + 8 <= k {
-                        columns::<1>(c_row, off, group(a_grp, b_grp, k));
-                        off += 8;
-                    }
-                    if off < k {
-                        let rest = c_row.get_mut(off..).unwrap_or(&mut []);
-                        for (x, b_row) in group(a_grp, b_grp, k) {
-                            for (s, &bv) in rest.iter_mut().zip(b_row.get(off..).unwrap_or(&[])) {
-                                *s += x * bv;
-                            }
+                    let a0 = a0.get(j0..j0 + rows).unwrap_or(&[]);
+                    match (a_next.split_at_checked(n), c_next.split_at_mut_checked(k)) {
+                        (Some((a1, a_after)), Some((c1, c_after))) => {
+                            let a1 = a1.get(j0..j0 + rows).unwrap_or(&[]);
+                            row2(c0, c1, a0, a1, b_grp, k);
+                            a_rest = a_after;
+                            c_rest = c_after;
+                        }
+                        _ => {
+                            row1(c0, a0, b_grp, k);
+                            a_rest = &[];
                         }
                     }
                 }
