@@ -299,15 +299,26 @@ impl Ring {
                                     acc_r,
                                     want_entropy,
                                 );
-                                for run in [Some(runs.first), runs.second].into_iter().flatten() {
-                                    self.for_each_slot_run(run, |pos0, slot0, n| {
-                                        let c0 = (pos0 - f) as usize;
-                                        let wr = row.get(c0..c0 + n).unwrap_or(&[]);
-                                        let vr =
-                                            vh.get(slot0 * dv..(slot0 + n) * dv).unwrap_or(&[]);
-                                        let _ = linalg::matmul_nn(wr, vr, n, dv, acc_r, true);
-                                    });
-                                }
+                            }
+                            // The value product of every run of cached values, once for all
+                            // the tile's rows (their weights gathered side by side): each
+                            // value row is read once per tile, and each output element adds
+                            // its terms in key order as a product per row would.
+                            for run in [Some(runs.first), runs.second].into_iter().flatten() {
+                                self.for_each_slot_run(run, |pos0, slot0, n| {
+                                    let c0 = (pos0 - f) as usize;
+                                    let Some(wt) = dots.get_mut(..rows * n) else {
+                                        return;
+                                    };
+                                    for (dst, row) in wt.rows_mut(n.max(1)).zip(sc.rows(w.max(1))) {
+                                        let src = row.get(c0..c0 + n).unwrap_or(&[]);
+                                        for (a, &b) in dst.iter_mut().zip(src) {
+                                            *a = b;
+                                        }
+                                    }
+                                    let vr = vh.get(slot0 * dv..(slot0 + n) * dv).unwrap_or(&[]);
+                                    let _ = linalg::matmul_nn(wt, vr, n, dv, acc, true);
+                                });
                             }
                         });
                         for (r, (st, acc_r)) in
