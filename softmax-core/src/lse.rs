@@ -347,7 +347,14 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// let exact = (-40.0f64).exp(); // ln(1 + e^-40) ≈ e^-40
     /// assert!((s.ln_sum() - exact).abs() <= exact * 1e-15);
     /// ```
-    #[inline]
+    #[cfg_attr(
+        all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
+        inline(always)
+    )]
+    #[cfg_attr(
+        not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
+        inline
+    )]
     pub fn ln_sum(&self) -> F {
         if self.max.is_nan() {
             F::NAN
@@ -357,7 +364,13 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
             B::ln(self.hi) // ln k
         } else {
             // ln((top + rest)/top) = log1p(rest/top), the rest kept apart from the max's term.
-            let (hi, lo) = (self.hi / self.top, self.lo / self.top);
+            // (A state made from a row's parts has top = 1: the quotients are the parts
+            // themselves, without two divisions on the row's critical path.)
+            let (hi, lo) = if self.top == F::ONE {
+                (self.hi, self.lo)
+            } else {
+                (self.hi / self.top, self.lo / self.top)
+            };
             let (s, e) = two_sum(F::ONE, hi);
             kernel::ln_sum::<F, B>(s, e + lo)
         }
