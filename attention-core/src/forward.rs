@@ -16,7 +16,7 @@ use crate::{Error, QueryState};
 /// attention entropy ([`Output`]).
 ///
 /// For each query the keys are folded into an online softmax ([`QueryState`], on
-/// softmax-core's `OnlineSoftmax`) in blocks of 64 keys on a fixed grid: the block's scores come
+/// softmax-core's `OnlineSoftmax`) in blocks of 128 keys on a fixed grid: the block's scores come
 /// from one product `Q_tile·K_blockᵀ` for a tile of queries (`linalg::matmul_nt`), its weighted
 /// values are added with `linalg::matmul_nn`. Blocks that the causal rule or the window removes
 /// for every query of the tile are skipped (not computed); the `sinks` first keys never are.

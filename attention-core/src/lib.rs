@@ -17,7 +17,7 @@
 //!   (StreamingLLM); soft-capping `c·tanh(x/c)` (Gemma 2); learned per-head sink logits that
 //!   take part in the normaliser but carry no value (gpt-oss). Exact semantics:
 //!   shared/CONFORMANCE.md, "Attention".
-//! * One pass per query with the online softmax, blocked over 64 keys on a fixed grid; key
+//! * One pass per query with the online softmax, blocked over 128 keys on a fixed grid; key
 //!   blocks that the causal rule or the window removes are skipped (not computed); nothing of
 //!   size `t × s` exists anywhere: memory per query is its `dv` accumulator plus a block of
 //!   scores on the stack.

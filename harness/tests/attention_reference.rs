@@ -1,6 +1,6 @@
 //! attention-core's forward pass against the naive f64 reference (`attention_ref.rs`), for
 //! every combination of masks and score modifiers, grouped-query attention, key counts across
-//! the 64-key blocks, f32 and f64; the edge semantics of CONFORMANCE.md; the errors; the default
+//! the 128-key blocks, f32 and f64; the edge semantics of CONFORMANCE.md; the errors; the default
 //! scale and the ALiBi slopes.
 //!
 //! Tolerances come from an error analysis, not from observation: a score carries the dot

@@ -2,7 +2,7 @@
 //! (`harness/golden/attention_ort.json`, written by `harness/golden/gen_attention.py`: float32,
 //! one thread, causal (top-left, as ONNX's `is_causal`) and not, multi-head, grouped- and
 //! multi-query, boolean and float masks, soft-capping without a mask, T != S, 130 keys across
-//! the 64-key blocks), each case also carrying a float64 numpy computation of the same formula
+//! two 128-key blocks), each case also carrying a float64 numpy computation of the same formula
 //! from the same f32 inputs (`o_ref`). attention-core (f32, `Poly` and `Libm`) is checked
 //! against both.
 //!

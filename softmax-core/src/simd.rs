@@ -782,7 +782,7 @@ mod imp {
 
         /// The pairs `(a_grp[j], row j of b_grp)` (rows of `k` values; `k > 0`). Walked with
         /// checked splits: no division, which would cost more than a short walk of attention's
-        /// (one row of 64 keys per call).
+        /// (one row of a key block per call).
         #[inline(always)]
         fn group<'x>(
             a_grp: &'x [f32],

@@ -48,12 +48,11 @@ fn feed_result(ctx: &mut Ctx, r: Result<(), Error>) {
     }
 }
 
-// Dimensions of the mask cases: 4 query heads over 2 kv heads (GQA), 3 queries, 70 keys (two
-// 64-key blocks, the second partial), d = 4, dv = 3.
+// Dimensions shared by the cases: 4 query heads over 2 kv heads (GQA), 3 queries, d = 4,
+// dv = 3 (each case may narrow the heads to keep its buffers within the M0's stack).
 const H: usize = 4;
 const HKV: usize = 2;
 const T: usize = 3;
-const S: usize = 70;
 const D: usize = 4;
 const DV: usize = 3;
 
@@ -96,6 +95,11 @@ fn option_sets<'a>(
 /// `o`, `lse`, entropy; the same through `attention_partial` over two key ranges, merged
 /// (`merge_partials`) and finished; and the errors of misuse.
 pub(crate) fn masks(ctx: &mut Ctx) {
+    // 2 query heads over 1 kv head, 140 keys: two 128-key blocks, the second partial (the
+    // buffers as large as with 4 heads over 2 and 70 keys).
+    const H: usize = 2;
+    const HKV: usize = 1;
+    const S: usize = 140;
     let mut q = [0.0f32; H * T * D];
     let mut k = [0.0f32; HKV * S * D];
     let mut v = [0.0f32; HKV * S * DV];
@@ -136,14 +140,14 @@ pub(crate) fn masks(ctx: &mut Ctx) {
         ctx.feed(&o);
         ctx.feed(&lse);
         ctx.feed(&ent);
-        // Split-K: keys 0..40 and 40..70, merged and finished.
+        // Split-K: keys 0..90 and 90..140 (across the block boundary), merged and finished.
         let mut acc_a = [0.0f32; H * T * DV];
         let mut acc_b = [0.0f32; H * T * DV];
         let mut st_a = [QueryState::new(Poly); H * T];
         let mut st_b = [QueryState::new(Poly); H * T];
         let r = own_frame(|| {
-            attention_partial(Poly, &dims, x, &opts, 0..40, &mut acc_a, &mut st_a)?;
-            attention_partial(Poly, &dims, x, &opts, 40..S, &mut acc_b, &mut st_b)?;
+            attention_partial(Poly, &dims, x, &opts, 0..90, &mut acc_a, &mut st_a)?;
+            attention_partial(Poly, &dims, x, &opts, 90..S, &mut acc_b, &mut st_b)?;
             merge_partials(&dims, &mut acc_a, &mut st_a, &acc_b, &st_b)?;
             attention_finish(
                 &dims,
@@ -280,10 +284,13 @@ pub(crate) fn stream(ctx: &mut Ctx) {
 /// The backward pass (GQA, two key blocks) for several option sets: dQ, dK, dV and the sink
 /// logits' gradient.
 pub(crate) fn backward(ctx: &mut Ctx) {
-    // 2 query heads over 1 kv head, 66 keys: about 6 KiB of tensors and gradients.
+    // 2 query heads over 1 kv head, 130 keys (two 128-key blocks), d = dv = 2: about 7 KiB of
+    // tensors and gradients.
     const H: usize = 2;
     const HKV: usize = 1;
-    const S: usize = 66;
+    const S: usize = 130;
+    const D: usize = 2;
+    const DV: usize = 2;
     let mut q = [0.0f32; H * T * D];
     let mut k = [0.0f32; HKV * S * D];
     let mut v = [0.0f32; HKV * S * DV];
