@@ -25,7 +25,7 @@ use crate::Error;
 /// `dq`/`dk` (the limit distribution is locally constant).
 ///
 /// The gradients are written (not accumulated) into [`Grads`]. Stack: four blocks of
-/// `8 × 64` scores on 64-bit targets (`2 × 64` on 32-bit ones).
+/// `8 × 128` scores on 64-bit targets (`1 × 128` on 32-bit ones).
 ///
 /// Accuracy (f32 against central finite differences of a naive f64 reference,
 /// `harness/tests/attention_backward.rs`): each gradient within `64·u` of the magnitude of the

@@ -72,7 +72,7 @@
 //! `default-features = false` and one of the features `libm` (the accurate backend, default)
 //! or `micromath` (the small approximate one); the `Poly` backend needs neither. All buffers are
 //! the caller's; the kernels' own scratch is a few blocks of scores on the stack (on 32-bit
-//! targets two rows of 64 scores per block).
+//! targets one row of 128 scores per block).
 //!
 //! # Examples
 //!

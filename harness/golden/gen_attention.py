@@ -3,11 +3,12 @@
 
 attention_ort.json: onnxruntime's opset-23 `Attention` operator (float32, one thread, 4-D
 [1, H, T, D] layout), causal and not, multi-head and grouped-query, a boolean and a float
-(additive) attn_mask, soft-capping without a mask, T != S, and a key count across attention-core's
-128-key blocks (130 keys). Each case holds the inputs in the protocol's fields (CONFORMANCE.md, "Attention":
-`causal` is "top_left" where ONNX's is_causal = 1, which this generator verifies against both
-alignments; a float attn_mask becomes `bias`, repeated over the heads), `o_ort` (onnxruntime's
-output) and `o_ref` (a float64 numpy computation of the same formula from the same f32 inputs).
+(additive) attn_mask, soft-capping without a mask, T != S, and a key count (130) across
+attention-core's 128-key blocks. Each case holds the inputs in the protocol's fields
+(CONFORMANCE.md, "Attention": `causal` is "top_left" where ONNX's is_causal = 1, which this
+generator verifies against both alignments; a float attn_mask becomes `bias`, repeated over
+the heads), `o_ort` (onnxruntime's output) and `o_ref` (a float64 numpy computation of the same
+formula from the same f32 inputs).
 
 ONNX applies the soft-cap after adding attn_mask and scales Q and K by sqrt(scale) each; the
 CONFORMANCE formula caps first and scales q·k once: the two agree when there is no mask (the

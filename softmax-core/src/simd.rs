@@ -285,8 +285,8 @@ mod imp {
     /// The AVX2 copies of `linalg`'s f32 matrix products. They are not a different algorithm:
     /// every element is the portable loop's sequence of roundings (no fused multiply-add; the
     /// 16 lanes of a dot product combined in the same pairwise tree), only scheduled by hand so
-    /// that several dot products share their loads and the lane tree of four dot products is
-    /// combined together. `softmax-core/tests/products.rs` (release, in CI) compares their bits
+    /// that several dot products share their loads and the lane trees of four or eight dot
+    /// products are combined together, and two rows of a value product share their loads. `softmax-core/tests/products.rs` (release, in CI) compares their bits
     /// with the definitions, `harness/tests/dispatch_levels.rs` (release) with the portable
     /// loop's.
     mod avx2_kernels {
@@ -798,8 +798,9 @@ mod imp {
         }
 
         /// `C (+)= A·B` (`a` `m × n`, `b` `n × k`, `c` `m × k`, `n, k > 0`): `linalg::matmul_nn`'s
-        /// walk (groups of 64 rows of `B` outermost), with 64, 32, 16 or 8 columns of a row of `C`
-        /// in registers, and the last `k mod 8` columns one at a time.
+        /// walk (groups of 64 rows of `B` outermost), two rows of `C` at a time with 32, 16 or 8
+        /// columns of each in registers ([`row2`]), an odd last row with 128, 64, 32, 16 or 8
+        /// ([`row1`]), and the last `k mod 8` columns one at a time.
         #[target_feature(enable = "avx2")]
         pub(super) fn matmul_nn(
             a: &[f32],
