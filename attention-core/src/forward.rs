@@ -406,11 +406,12 @@ fn forward_tile<F: Float, B: Backend<F>>(
         if linalg::matmul_nt(x.q_tile, keys_of(x.k, u0, u1, d), d, sc).is_err() {
             return;
         }
-        // Every row of the tile sees every key of the span (no mask inside the block): the
-        // value product runs once for the whole tile, after every row's online step has
-        // rescaled its accumulator. The same bits as row by row (each output element adds its
-        // terms in key order either way), but the value block is read once per tile instead
-        // of once per row.
+        // Every row of the tile has one run covering the whole span (no causal, window or sink
+        // gap inside the block; keys a keep-mask removes have weight 0 and are multiplied in
+        // either way, as row by row): the value product runs once for the whole tile, after
+        // every row's online step has rescaled its accumulator. The same bits as row by row
+        // (each output element adds its terms in key order either way), but the value block
+        // is read once per tile instead of once per row.
         let whole = spans
             .iter()
             .take(rows)
