@@ -733,12 +733,18 @@ mod imp {
                 columns::<1>(c_row, off, group(a_grp, b_grp, k));
                 off += 8;
             }
-            if off < k {
-                let rest = c_row.get_mut(off..).unwrap_or(&mut []);
-                for (x, b_row) in group(a_grp, b_grp, k) {
-                    for (s, &bv) in rest.iter_mut().zip(b_row.get(off..).unwrap_or(&[])) {
-                        *s += x * bv;
-                    }
+            rest(c_row, off, a_grp, b_grp, k);
+        }
+
+        /// Columns `off..` of a row of `C` (fewer than 8), one at a time.
+        #[inline(always)]
+        fn rest(c_row: &mut [f32], off: usize, a_grp: &[f32], b_grp: &[f32], k: usize) {
+            let Some(rest) = c_row.get_mut(off..).filter(|r| !r.is_empty()) else {
+                return;
+            };
+            for (x, b_row) in group(a_grp, b_grp, k) {
+                for (s, &bv) in rest.iter_mut().zip(b_row.get(off..).unwrap_or(&[])) {
+                    *s += x * bv;
                 }
             }
         }
@@ -768,16 +774,8 @@ mod imp {
                 columns2::<1>(c0, c1, off, group2(a0_grp, a1_grp, b_grp, k));
                 off += 8;
             }
-            if off < k {
-                for (c_row, a_grp) in [(c0, a0_grp), (c1, a1_grp)] {
-                    let rest = c_row.get_mut(off..).unwrap_or(&mut []);
-                    for (x, b_row) in group(a_grp, b_grp, k) {
-                        for (s, &bv) in rest.iter_mut().zip(b_row.get(off..).unwrap_or(&[])) {
-                            *s += x * bv;
-                        }
-                    }
-                }
-            }
+            rest(c0, off, a0_grp, b_grp, k);
+            rest(c1, off, a1_grp, b_grp, k);
         }
 
         /// The pairs `(a_grp[j], row j of b_grp)` (rows of `k` values; `k > 0`). Walked with
