@@ -625,7 +625,7 @@ pub fn run(out: &mut impl Write, fast: bool) -> io::Result<()> {
             let y: Out = Rc::new(RefCell::new(vec![0.0f32; len]));
             let mut cs: Vec<Contender<'_>> = Vec::new();
             for &(name, f) in kernels {
-                let label = if name == "softmax-core Poly" {
+                let label = if name == "softmax-core Poly" || name == "softmax-core fast" {
                     format!("{name} [{}]", simd::level().name())
                 } else {
                     name.to_string()

@@ -44,6 +44,16 @@ pub fn core_log_softmax<B: Backend<f32>>(x: &[f32], y: &mut [f32], n: usize) {
     let _ = rows::log_softmax(B::default(), x, y, &Rows::new(n));
 }
 
+/// softmax-core's explicitly chosen fast variant ([`softmax_core::fast`]).
+pub fn core_fast_softmax(x: &[f32], y: &mut [f32], n: usize) {
+    let _ = softmax_core::fast::softmax(x, y, n);
+}
+
+/// The fast variant's log_softmax.
+pub fn core_fast_log_softmax(x: &[f32], y: &mut [f32], n: usize) {
+    let _ = softmax_core::fast::log_softmax(x, y, n);
+}
+
 /// A batch kernel: `(x, y, n)`.
 pub type Kernel = fn(&[f32], &mut [f32], usize);
 
@@ -54,6 +64,7 @@ pub type Contender = (&'static str, Kernel);
 /// driven by `harness bench`).
 pub const SOFTMAX: &[Contender] = &[
     ("softmax-core Poly", core_softmax::<Poly>),
+    ("softmax-core fast", core_fast_softmax),
     ("softmax-core Libm", core_softmax::<Libm>),
     ("softmax-core MicroMath", core_softmax::<MicroMath>),
     ("scalar libm::expf", scalar_libm_softmax),
@@ -62,6 +73,7 @@ pub const SOFTMAX: &[Contender] = &[
 /// The log_softmax contenders, in the same order.
 pub const LOG_SOFTMAX: &[Contender] = &[
     ("softmax-core Poly", core_log_softmax::<Poly>),
+    ("softmax-core fast", core_fast_log_softmax),
     ("softmax-core Libm", core_log_softmax::<Libm>),
     ("softmax-core MicroMath", core_log_softmax::<MicroMath>),
     ("scalar libm::expf", scalar_libm_log_softmax),

@@ -5,7 +5,8 @@
 //! The public surface is read from softmax-core's sources (not from a list kept here):
 //!
 //! * `pub fn` in `lib.rs`/`ops.rs` (the crate root) → `softmax_core::name(`;
-//! * `pub fn` in `rows.rs` → `rows::name(`, in `array.rs` → `array::name(`;
+//! * `pub fn` in `rows.rs` → `rows::name(`, in `array.rs` → `array::name(` (and so on for the
+//!   other public modules: `simd`, `linalg`, `special`, `fast`);
 //! * `pub fn` in an `impl Type` block (`lse.rs`, `spec.rs`, `backend/*`): with a `self` receiver →
 //!   `.name(`, without → `Type::name(`;
 //! * the methods of the public traits `Backend` and `Float` → `B::name(` / `F::name(` (or `.name(`
@@ -266,6 +267,7 @@ fn all_requirements() -> Vec<Required> {
         ("simd.rs", "simd"),
         ("linalg.rs", "linalg"),
         ("special.rs", "special"),
+        ("fast.rs", "fast"),
         ("online.rs", "softmax_core"),
     ]
     .iter()

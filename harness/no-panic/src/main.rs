@@ -300,6 +300,26 @@ fn deliberate_panic() {
     black_box(x[black_box(3)]);
 }
 
+/// The fast variant (f32 only), with lengths, row lengths and values the optimiser cannot see.
+#[inline(never)]
+fn fast() {
+    let xs = opaque::<f32>(0.25);
+    let (mut ys, mut zs) = ([0.0f32; 40], [0.0f32; 40]);
+    let x: &[f32] = black_box(&xs[..]);
+    let y: &mut [f32] = black_box(&mut ys[..]);
+    let z: &mut [f32] = black_box(&mut zs[..]);
+    let n: usize = black_box(8);
+    used(softmax_core::fast::softmax(x, y, n));
+    used(softmax_core::fast::log_softmax(x, y, n));
+    used(softmax_core::fast::logsumexp(x, z, n));
+    used(softmax_core::fast::exp(black_box(-1.5)));
+    used(softmax_core::fast::fma(
+        black_box(1.5),
+        black_box(-2.0),
+        black_box(0.25),
+    ));
+}
+
 #[entry]
 fn main() -> ! {
     #[cfg(not(feature = "deliberate-panic"))]
@@ -313,6 +333,7 @@ fn main() -> ! {
         float_only::<f64>();
         errors();
         dispatch();
+        fast();
         loss::probe();
         attention::probe();
     }

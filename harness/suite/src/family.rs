@@ -1217,3 +1217,81 @@ pub(crate) fn inputs<F: Elem>(ctx: &mut Ctx) {
     ctx.feed(&edge_args::<F>());
     ctx.feed(&specials::<F>());
 }
+
+// ------------------------------------------------------------------------------------------------
+// The fast variant
+// ------------------------------------------------------------------------------------------------
+
+/// `fast::softmax`, `fast::log_softmax` and `fast::logsumexp` over every row (a batch of one row)
+/// and over the batches without masks, a 1100-value row (two blocks of its sums and a ragged
+/// end), `fast::fma` on awkward operands, and the structural errors. Its bits must equal the
+/// host's like every other case's: on the host the AVX2+FMA kernel (release builds with AVX2)
+/// or the portable reference, on the microcontrollers the portable reference with its software
+/// fused multiply-add.
+pub(crate) fn fast(ctx: &mut Ctx) {
+    each_row(ctx, |ctx, spec, x: &mut [f32]| {
+        let mut y = [0.0f32; CAP];
+        let y = &mut y[..spec.len];
+        ctx.feed(&own_frame(|| sm::fast::softmax(x, y, spec.len)));
+        ctx.feed(&*y);
+        ctx.feed(&own_frame(|| sm::fast::log_softmax(x, y, spec.len)));
+        ctx.feed(&*y);
+        let mut out = [0.0f32; 1];
+        ctx.feed(&own_frame(|| sm::fast::logsumexp(x, &mut out, spec.len)));
+        ctx.feed(&out);
+    });
+    let mut x = [0.0f32; BATCH_CAP];
+    let mut k = 0;
+    for &(n, r) in BATCHES {
+        let len = n * r;
+        for row in x[..len].chunks_exact_mut(n) {
+            fill(&mut ctx.rng, BATCH_DISTS[k % BATCH_DISTS.len()], row);
+            k += 1;
+        }
+        let mut y = [0.0f32; BATCH_CAP];
+        ctx.feed(&own_frame(|| {
+            sm::fast::softmax(&x[..len], &mut y[..len], n)
+        }));
+        ctx.feed(&y[..len]);
+        ctx.feed(&own_frame(|| {
+            sm::fast::log_softmax(&x[..len], &mut y[..len], n)
+        }));
+        ctx.feed(&y[..len]);
+        ctx.feed(&own_frame(|| {
+            sm::fast::logsumexp(&x[..len], &mut y[..r], n)
+        }));
+        ctx.feed(&y[..r]);
+    }
+    let mut long = [0.0f32; 1100];
+    fill(&mut ctx.rng, Dist::Wide, &mut long[..550]);
+    fill(&mut ctx.rng, Dist::SomeNegInf, &mut long[550..]);
+    let (a, b) = long.split_at_mut(550);
+    ctx.feed(&own_frame(|| sm::fast::softmax(a, b, 550)));
+    ctx.feed(&*b);
+    fill(&mut ctx.rng, Dist::Moderate, b);
+    let mut out = [0.0f32; 1];
+    ctx.feed(&own_frame(|| sm::fast::logsumexp(&long, &mut out, 1100)));
+    ctx.feed(&out);
+    for _ in 0..256 {
+        let r = ctx.rng.next_u64();
+        let (a, b, c) = (
+            f32::from_bits(r as u32),
+            1.0 + (r >> 41) as f32 * f32::EPSILON,
+            f32::from_bits((r >> 32) as u32),
+        );
+        ctx.feed(&sm::fast::fma(a, b, c));
+        ctx.feed(&sm::fast::fma(b, b, -(b * b)));
+    }
+    for n in [0usize, 2, 3] {
+        let mut y = [0.0f32; 4];
+        ctx.feed(&own_frame(|| {
+            sm::fast::softmax(&row3::<f32>(), &mut y[..3], n)
+        }));
+        ctx.feed(&own_frame(|| {
+            sm::fast::log_softmax(&row3::<f32>(), &mut y, 3)
+        }));
+        ctx.feed(&own_frame(|| {
+            sm::fast::logsumexp(&row3::<f32>(), &mut y[..2], n)
+        }));
+    }
+}

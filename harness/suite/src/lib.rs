@@ -191,6 +191,8 @@ pub const CASES: &[Case] = case_table! {
     ],
     // The crates built on softmax-core: one `"crate/kernel" => module::function,` line each.
     single: [
+        // softmax-core's fast variant (f32 only):
+        "softmax/fast/f32" => family::fast,
         // loss-core (harness/suite/src/loss.rs):
         "loss/cross_entropy/f32" => loss::cross_entropy_case::<f32>,
         "loss/cross_entropy/f64" => loss::cross_entropy_case::<f64>,

@@ -1,0 +1,544 @@
+//! The fast f32 softmax family: an explicitly chosen variant that trades the default kernels'
+//! accuracy contract for speed, and keeps the same bits on every target.
+//!
+//! The default kernels ([`crate::softmax`], [`crate::rows`]) keep the shift `x − max` exact (its
+//! rounding error rides along into the exp), use a compensated polynomial without fused
+//! multiply-add, and round essentially once per term. That costs about four floating-point
+//! instructions per value on AVX2, and onnxruntime's kernels need about half of that. The
+//! functions here make the same passes (maximum; exp and compensated sum, the exps stored by
+//! softmax; the output) with a cheaper exp. Rows of 2^17 values and more take two passes
+//! instead: an online pass over 4096-value blocks that finds a reference near the maximum and the
+//! sum together (reading the next block under the arithmetic of this one), then the output pass,
+//! which recomputes the exps, with non-temporal stores from 2^23 values on: 12 bytes of memory
+//! traffic per value (16 for rows too short to stream, whose output lines are read before they
+//! are written) instead of the 24 of three passes. The exp:
+//!
+//! * the shift `d = x − max` is rounded once (a relative error of up to `2⁻²⁴·|d|` in the exp's
+//!   argument: 5e-6 relative for a term of 1e-38);
+//! * `e^d = 2^n · p(r)` with `n = round(d·log2 e)`, `r = d − n·ln2` (two fused multiply-adds),
+//!   `p` a degree-5 minimax polynomial evaluated by Horner's rule in fused multiply-adds (its own
+//!   error 7.4e-8 relative), and `2^n` built from the bits of the rounding;
+//! * terms with `d < −87.68` (below about 8e-39) are 0.
+//!
+//! Every fused multiply-add is correctly rounded ([`fma`]): on x86_64 CPUs with AVX2 and FMA the
+//! hardware instruction (a hand-written kernel in [`simd`](crate::simd)), everywhere else a
+//! software emulation that gives the same bits (an f64 product, which is exact, and an f64 sum
+//! rounded to odd, then rounded to f32). The sums are laid out as the default kernels' are, with
+//! 16 lanes (element `i` in lane `i mod 16`; 32 lanes measured 10% slower here, as four
+//! accumulators left too few AVX2 registers for the exp): blocks of 256 values added plainly and
+//! folded into per-lane compensated totals, the lanes combined pairwise. So the result bits do not depend on the
+//! target or the [`simd`](crate::simd) level, as for the rest of the crate
+//! (`harness/tests/dispatch_levels.rs` and the on-target digests check it); the emulation is
+//! slow, though: on a CPU without FMA (and on microcontrollers) the default kernels are faster.
+//!
+//! Accuracy (f32, against an f64 reference from the same inputs; `softmax-core/tests/fast.rs`,
+//! which asserts the bounds and prints the measured figures):
+//!
+//! | function | bound | measured |
+//! |---|---|---|
+//! | [`exp`] on [-87.3, 0] and on (0, 2.5] | <= 3 ULP | 2.71 and 2.69 ULP, exhaustive |
+//! | [`softmax`], outputs >= 1e-30 | relative `2⁻²⁴·(|d_i| + E_p|d|) + 4.2e-7` | the constant part: 2.1e-7 |
+//! | [`log_softmax`] | absolute `2⁻²⁴·(2|d_i| + E_p|d| + 2 ln Σ) + 2.4e-7` | the constant part: 1.0e-7 |
+//! | [`logsumexp`] | absolute `2⁻²⁴·(E_p|d| + 2 ln Σ + 2|lse|) + 2.4e-7` | the constant part: 0 |
+//!
+//! where `d_i = x_i − max` and `E_p|d|` is the softmax-weighted mean of `|d|` (the default
+//! kernels: 2e-6 relative flat). The edge semantics are the crate's: a row whose maximum is not
+//! finite (an entry `+inf`, or no entry above `-inf`) is computed by the default kernel, so
+//! `k` entries `+inf` share the mass and an all-`-inf` row gives zeros; a NaN makes its row NaN.
+//!
+//! Masks, temperatures and the other ops stay with the default kernels; attention-core and
+//! loss-core do not use this variant.
+//!
+//! # Examples
+//!
+//! ```
+//! use softmax_core::fast;
+//! let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]; // two rows of 3
+//! let mut y = [0.0; 6];
+//! fast::softmax(&x, &mut y, 3)?;
+//! assert!((y[2] - 0.665_240_94).abs() < 3e-7 && (y[5] - 0.665_240_94).abs() < 3e-7);
+//! # Ok::<(), softmax_core::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+use crate::backend::{Backend, Poly};
+use crate::spec::check_len;
+use crate::Error;
+
+/// Values per chunk: the lanes of the sums and of the maximum.
+pub(crate) const CHUNK: usize = 16;
+/// Chunks per block: each lane adds 16 terms plainly before the compensated fold.
+pub(crate) const BLOCK_CHUNKS: usize = 16;
+
+pub(crate) const LOG2E: f32 = core::f32::consts::LOG2_E;
+/// 1.5·2^23 + 127: `d·log2e + MB` rounds to an integer whose low bits are `n + 127`.
+pub(crate) const MB: f32 = 12_582_912.0 + 127.0;
+/// ln 2 with 15 significant bits, so `n·LN2_HI` is exact.
+pub(crate) const LN2_HI: f32 = 0.693_145_75;
+/// ln 2 − LN2_HI.
+pub(crate) const LN2_LO: f32 = 1.428_606_8e-6;
+/// `d` is raised to this first: `n = round(LOW·log2 e) = −127`, whose `2^n` built from the
+/// bits is 0, so every `d` below −87.68 (`-inf` included) gives 0, and `n + 127` stays in
+/// [0, 131].
+pub(crate) const LOW: f32 = -87.9;
+/// Minimax `e^r ≈ 1 + r·(C1 + r·(C2 + r·(C3 + r·(C4 + r·C5))))` on `|r| <= 0.3468`, relative
+/// error 7.4e-8 (fitted by linear programming on a dense grid, then rounded to f32).
+pub(crate) const C: [f32; 5] = [1.0, 0.499_990_4, 0.166_669_37, 0.041_908_3, 0.008_325_821];
+
+/// Correctly rounded `a·b + c` (one rounding), as IEEE 754 `fusedMultiplyAdd`: the same bits as
+/// a hardware fused multiply-add, on every target. Software: the f64 product of two f32 is exact,
+/// the f64 sum is rounded to odd (its exact error from TwoSum decides the last bit), and the
+/// conversion to f32 then rounds correctly (a 53-bit round-to-odd value rounds to 24 bits as the
+/// exact value would). Infinities and NaN propagate as in hardware.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::fast::fma;
+/// // 1 + 2^-24 rounds to 1 when the product is rounded first; fused, the tie breaks upward.
+/// let a = 1.0 + f32::EPSILON; // 1 + 2^-23
+/// assert_eq!(fma(a, a, -1.0), 2.0 * f32::EPSILON + f32::EPSILON * f32::EPSILON);
+/// assert_eq!(fma(2.0, 3.0, 1.0), 7.0);
+/// assert!(fma(f32::INFINITY, 0.0, 1.0).is_nan());
+/// ```
+#[inline]
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    let p = f64::from(a) * f64::from(b);
+    let c = f64::from(c);
+    let s = p + c;
+    if !s.is_finite() {
+        return s as f32;
+    }
+    // TwoSum: the exact error of the f64 sum.
+    let bb = s - p;
+    let e = (p - (s - bb)) + (c - bb);
+    let bits = s.to_bits();
+    let odd = if e == 0.0 || bits & 1 == 1 {
+        bits
+    } else if (e > 0.0) == (s > 0.0) {
+        // The exact sum lies beyond `s`, away from zero: the odd neighbour there.
+        bits | 1
+    } else {
+        // The exact sum lies between `s` and zero: the neighbour towards zero (odd).
+        bits - 1
+    };
+    f64::from_bits(odd) as f32
+}
+
+/// The maximum as the AVX2 `max_ps(a, b)` computes it: `a` if `a > b`, else `b` (so a NaN `a`
+/// is skipped).
+#[inline(always)]
+pub(crate) fn maxf(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The fast variant's `e^d`, for the shifted logits `d = x − max <= 0` (and the online pass's
+/// `d <= 2.5`): `2^n·p(r)` as in the [module documentation](self), the same bits on every
+/// target. `d < −87.68` gives 0 (`-inf` included), NaN gives NaN; above 88 the result is
+/// unspecified (finite or not, never a panic).
+///
+/// Accuracy: <= 3 ULP from `e^d` for every `d` in [-87.3, 2.5] (max 2.71 ULP, measured
+/// exhaustively by `softmax-core/tests/fast.rs` with `SOFTMAX_EXHAUSTIVE=1`, strided otherwise):
+/// the degree-5 polynomial's own 7.4e-8 and the roundings of Horner's rule.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::fast;
+/// assert_eq!(fast::exp(0.0), 1.0);
+/// assert!((fast::exp(-1.0) - 0.367_879_44).abs() <= 3.0 * 0.25 * f32::EPSILON);
+/// assert_eq!(fast::exp(f32::NEG_INFINITY), 0.0);
+/// assert_eq!(fast::exp(-100.0), 0.0);
+/// ```
+#[inline(always)]
+pub fn exp(d: f32) -> f32 {
+    let d = maxf(LOW, d);
+    let kf = fma(d, LOG2E, MB);
+    let nf = kf - MB;
+    let r = fma(-nf, LN2_HI, d);
+    let r = fma(-nf, LN2_LO, r);
+    let mut p = C[4];
+    p = fma(p, r, C[3]);
+    p = fma(p, r, C[2]);
+    p = fma(p, r, C[1]);
+    p = fma(p, r, C[0]);
+    p = fma(p, r, 1.0);
+    // kf's low bits are n + 127, in [0, 131]: shifted into the exponent field they make 2^n,
+    // or 0 for n = −127 (d < −87.68).
+    p * f32::from_bits(kf.to_bits() << 23)
+}
+
+/// TwoSum: `a + b = s + e` exactly.
+#[inline(always)]
+pub(crate) fn two_sum(a: f32, b: f32) -> (f32, f32) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// What a row pass computes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    Softmax,
+    LogSoftmax,
+    LogSumExp,
+}
+
+/// The row's chunks, the last one padded with `-inf`.
+fn chunks(x: &[f32]) -> impl Iterator<Item = [f32; CHUNK]> + '_ {
+    let (whole, tail) = x.as_chunks::<CHUNK>();
+    let last = (!tail.is_empty()).then(|| {
+        let mut t = [f32::NEG_INFINITY; CHUNK];
+        for (t, &v) in t.iter_mut().zip(tail) {
+            *t = v;
+        }
+        t
+    });
+    whole.iter().copied().chain(last)
+}
+
+/// Rows at least this long take two passes instead of three: an online pass that finds a
+/// reference near the maximum and the sum together, block by block ([`LONG_BLOCK`]), and the
+/// output pass, which recomputes the exps (cheap here) instead of storing and rescaling them.
+/// Such rows do not fit in L2 next to their output, and the two passes move 12 to 16 bytes
+/// per value instead of 24.
+pub(crate) const LONG_ROW: usize = 1 << 17;
+
+/// Values per block of the online pass: 16 KiB, read from memory (by a kernel that finds its
+/// maximum while it computes the previous block's exps) and again from L1 by its own exps.
+pub(crate) const LONG_BLOCK: usize = 4096;
+
+/// How far a block's maximum may lie above the online pass's reference before the reference
+/// moves to it (the terms stay below `e^2.5`; each move rescales the sums once).
+const REBASE: f32 = 2.5;
+
+/// The vector steps of a row, in two implementations with the same bits: [`Portable`] (the
+/// reference) and the AVX2+FMA kernel in [`simd`](crate::simd). The passes and their order live
+/// once, in [`row`].
+pub(crate) trait Kernel: Copy {
+    /// Per-lane compensated totals.
+    type Sums: Copy;
+    /// Totals of zero.
+    fn zero(self) -> Self::Sums;
+    /// The maximum of `x`: lane-wise over its chunks (the last padded with `-inf`), then the
+    /// lanes pairwise (`i` with `i + h` for h = 8, 4, 2, 1, the lower lane first). NaN
+    /// entries are skipped.
+    fn max(self, x: &[f32]) -> f32;
+    /// Adds `e^(x_i − r)` into the totals: blocks of [`BLOCK_CHUNKS`] chunks from `x[0]` summed
+    /// plainly per lane and folded (TwoSum) into the totals, the padded ragged end in the last
+    /// block when it has room, else alone. Stores the terms into `y` when given (same length).
+    /// Returns [`max`](Self::max) of `next` (at most as long as `x`; `-inf` when empty), which
+    /// a kernel may read while it computes the exps of `x` (the online pass reads the next
+    /// block from memory under the arithmetic of this one).
+    fn sum_exp(
+        self,
+        sums: &mut Self::Sums,
+        x: &[f32],
+        r: f32,
+        y: Option<&mut [f32]>,
+        next: &[f32],
+    ) -> f32;
+    /// Multiplies every lane's total and compensation by `f`.
+    fn scale(self, sums: &mut Self::Sums, f: f32);
+    /// The lanes combined pairwise (each step a TwoSum whose error joins the compensation),
+    /// then `total + compensation` rounded once.
+    fn finish(self, sums: Self::Sums) -> f32;
+    /// `y_i ·= f`.
+    fn mul(self, y: &mut [f32], f: f32);
+    /// `y_i = e^(x_i − r) · f`.
+    fn exp_mul(self, x: &[f32], y: &mut [f32], r: f32, f: f32);
+    /// `y_i = (x_i − r) − l`.
+    fn log_out(self, x: &[f32], y: &mut [f32], r: f32, l: f32);
+}
+
+/// One row: `y` has the row's length (softmax, log_softmax) or one element (logsumexp).
+#[inline(always)]
+pub(crate) fn row<K: Kernel>(k: K, op: Op, x: &[f32], y: &mut [f32]) {
+    let (r, total) = if x.len() >= LONG_ROW {
+        match online(k, x) {
+            Some(v) => v,
+            None => return fallback(op, x, y),
+        }
+    } else {
+        let m = k.max(x);
+        if !m.is_finite() {
+            return fallback(op, x, y);
+        }
+        let mut sums = k.zero();
+        if op == Op::Softmax {
+            k.sum_exp(&mut sums, x, m, Some(&mut *y), &[]);
+            k.mul(y, 1.0 / k.finish(sums));
+            return;
+        }
+        k.sum_exp(&mut sums, x, m, None, &[]);
+        (m, k.finish(sums))
+    };
+    match op {
+        Op::Softmax => k.exp_mul(x, y, r, 1.0 / total),
+        Op::LogSoftmax => k.log_out(x, y, r, <Poly as Backend<f32>>::ln(total)),
+        Op::LogSumExp => {
+            if let Some(o) = y.first_mut() {
+                *o = r + <Poly as Backend<f32>>::ln(total);
+            }
+        }
+    }
+}
+
+/// The online pass over a long row: the reference `r` (a block maximum, moved only when a later
+/// block's maximum exceeds it by more than [`REBASE`]) and `Σ e^(x_i − r)`. `None` when the row
+/// holds `+inf` or nothing above `-inf`: the default kernel handles those.
+#[inline(always)]
+fn online<K: Kernel>(k: K, x: &[f32]) -> Option<(f32, f32)> {
+    let mut r = f32::NEG_INFINITY;
+    let mut sums = k.zero();
+    let mut blocks = x.chunks(LONG_BLOCK).peekable();
+    let mut bm = blocks.peek().map_or(f32::NEG_INFINITY, |b| k.max(b));
+    while let Some(blk) = blocks.next() {
+        if bm == f32::INFINITY {
+            return None;
+        }
+        if bm > f32::NEG_INFINITY && (r == f32::NEG_INFINITY || bm - r > REBASE) {
+            if r > f32::NEG_INFINITY {
+                k.scale(&mut sums, exp(r - bm));
+            }
+            r = bm;
+        }
+        // A block of `-inf` and NaN before any finite value: its terms are 0 or NaN against
+        // any finite reference.
+        let rr = if r == f32::NEG_INFINITY { 0.0 } else { r };
+        let next = blocks.peek().copied().unwrap_or(&[]);
+        bm = k.sum_exp(&mut sums, blk, rr, None, next);
+    }
+    if r == f32::NEG_INFINITY {
+        return None;
+    }
+    Some((r, k.finish(sums)))
+}
+
+/// The portable reference [`Kernel`]: plain loops over `[f32; 16]` chunks, with [`fma`] in
+/// software.
+#[derive(Clone, Copy)]
+pub(crate) struct Portable;
+
+impl Kernel for Portable {
+    type Sums = ([f32; CHUNK], [f32; CHUNK]);
+
+    fn zero(self) -> Self::Sums {
+        ([0.0; CHUNK], [0.0; CHUNK])
+    }
+
+    fn max(self, x: &[f32]) -> f32 {
+        let mut m = [f32::NEG_INFINITY; CHUNK];
+        for c in chunks(x) {
+            for (m, &v) in m.iter_mut().zip(&c) {
+                *m = maxf(v, *m);
+            }
+        }
+        let mut h = CHUNK / 2;
+        while h > 0 {
+            if let Some((lo, hi)) = m.split_at_mut_checked(h) {
+                for (a, &b) in lo.iter_mut().zip(hi.iter()) {
+                    *a = maxf(*a, b);
+                }
+            }
+            h /= 2;
+        }
+        m[0]
+    }
+
+    fn sum_exp(
+        self,
+        sums: &mut Self::Sums,
+        x: &[f32],
+        r: f32,
+        mut y: Option<&mut [f32]>,
+        next: &[f32],
+    ) -> f32 {
+        let (s, c) = sums;
+        let mut part = [0.0f32; CHUNK];
+        let mut k = 0;
+        let total = x.len().div_ceil(CHUNK);
+        for (i, ch) in chunks(x).enumerate() {
+            let e: [f32; CHUNK] = core::array::from_fn(|j| exp(ch[j] - r));
+            if let Some(out) = y.as_deref_mut().and_then(|y| y.get_mut(i * CHUNK..)) {
+                for (o, &e) in out.iter_mut().zip(&e) {
+                    *o = e;
+                }
+            }
+            for (p, &e) in part.iter_mut().zip(&e) {
+                *p += e;
+            }
+            k += 1;
+            if k == BLOCK_CHUNKS || i + 1 == total {
+                for ((s, c), p) in s.iter_mut().zip(c.iter_mut()).zip(part.iter_mut()) {
+                    let (v, e) = two_sum(*s, *p);
+                    *s = v;
+                    *c += e;
+                    *p = 0.0;
+                }
+                k = 0;
+            }
+        }
+        self.max(next)
+    }
+
+    fn scale(self, sums: &mut Self::Sums, f: f32) {
+        for (s, c) in sums.0.iter_mut().zip(sums.1.iter_mut()) {
+            *s *= f;
+            *c *= f;
+        }
+    }
+
+    fn finish(self, sums: Self::Sums) -> f32 {
+        let (mut s, mut c) = sums;
+        let mut h = CHUNK / 2;
+        while h > 0 {
+            if let (Some((s1, s2)), Some((c1, c2))) =
+                (s.split_at_mut_checked(h), c.split_at_mut_checked(h))
+            {
+                for (((s1, &s2), c1), &c2) in s1.iter_mut().zip(s2.iter()).zip(c1).zip(c2.iter()) {
+                    let (v, e) = two_sum(*s1, s2);
+                    *s1 = v;
+                    *c1 = (*c1 + c2) + e;
+                }
+            }
+            h /= 2;
+        }
+        s[0] + c[0]
+    }
+
+    fn mul(self, y: &mut [f32], f: f32) {
+        for o in y.iter_mut() {
+            *o *= f;
+        }
+    }
+
+    fn exp_mul(self, x: &[f32], y: &mut [f32], r: f32, f: f32) {
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = exp(v - r) * f;
+        }
+    }
+
+    fn log_out(self, x: &[f32], y: &mut [f32], r: f32, l: f32) {
+        for (o, &v) in y.iter_mut().zip(x) {
+            *o = (v - r) - l;
+        }
+    }
+}
+
+/// A row whose maximum is `+inf` or `-inf`: the default kernel gives the crate's edge semantics.
+pub(crate) fn fallback(op: Op, x: &[f32], y: &mut [f32]) {
+    // The lengths were checked at the boundary (a non-empty row, `y` as long as the op needs),
+    // so these cannot fail.
+    let _ = match op {
+        Op::Softmax => crate::ops::softmax(Poly, x, y),
+        Op::LogSoftmax => crate::ops::log_softmax(Poly, x, y),
+        Op::LogSumExp => crate::ops::logsumexp(Poly, x).map(|v| {
+            if let Some(o) = y.first_mut() {
+                *o = v;
+            }
+        }),
+    };
+}
+
+/// Checks the batch and returns the number of rows.
+fn check(len: usize, n: usize) -> Result<usize, Error> {
+    if n == 0 {
+        return Err(Error::EmptyRow);
+    }
+    if !len.is_multiple_of(n) {
+        return Err(Error::RaggedBatch { len, n });
+    }
+    Ok(len / n)
+}
+
+/// Runs `op` over the rows: the AVX2+FMA kernel when the CPU has it, else the portable one.
+fn run(op: Op, x: &[f32], y: &mut [f32], n: usize) {
+    if crate::simd::fast_rows(op, x, y, n) {
+        return;
+    }
+    let per = if op == Op::LogSumExp { 1 } else { n };
+    for (x, y) in x.chunks_exact(n).zip(y.chunks_exact_mut(per)) {
+        row(Portable, op, x, y);
+    }
+}
+
+/// softmax over each row of `n` values of `x` into `y` (`x` holds whole rows; one row when
+/// `n = x.len()`). Accuracy and semantics in the [module documentation](self).
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] if `n = 0`, [`Error::RaggedBatch`] if `x.len()` is not a multiple of
+/// `n`, [`Error::LengthMismatch`] unless `y.len() = x.len()`.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{fast, softmax, backend::Poly};
+/// let x = [0.5f32, -1.0, 3.0, 2.0];
+/// let (mut fast_y, mut y) = ([0.0; 4], [0.0; 4]);
+/// fast::softmax(&x, &mut fast_y, 4)?;
+/// softmax(Poly, &x, &mut y)?;
+/// for (a, b) in fast_y.iter().zip(&y) {
+///     assert!((a - b).abs() <= 4e-7 * b);
+/// }
+/// # Ok::<(), softmax_core::Error>(())
+/// ```
+pub fn softmax(x: &[f32], y: &mut [f32], n: usize) -> Result<(), Error> {
+    check(x.len(), n)?;
+    check_len(x.len(), y.len())?;
+    run(Op::Softmax, x, y, n);
+    Ok(())
+}
+
+/// log_softmax over each row of `n` values of `x` into `y`: `(x − max) − ln Σ e^(x − max)`.
+/// Accuracy and semantics in the [module documentation](self).
+///
+/// # Errors
+///
+/// As [`softmax`].
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::fast;
+/// let mut y = [0.0f32; 3];
+/// fast::log_softmax(&[1.0, 2.0, 3.0], &mut y, 3)?;
+/// assert!((y[2] + 0.407_605_96).abs() < 2e-7);
+/// # Ok::<(), softmax_core::Error>(())
+/// ```
+pub fn log_softmax(x: &[f32], y: &mut [f32], n: usize) -> Result<(), Error> {
+    check(x.len(), n)?;
+    check_len(x.len(), y.len())?;
+    run(Op::LogSoftmax, x, y, n);
+    Ok(())
+}
+
+/// logsumexp of each row of `n` values of `x` into `out` (one value per row):
+/// `max + ln Σ e^(x − max)`. Accuracy and semantics in the [module documentation](self).
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] if `n = 0`, [`Error::RaggedBatch`] if `x.len()` is not a multiple of
+/// `n`, [`Error::LengthMismatch`] unless `out` has one element per row.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::fast;
+/// let mut out = [0.0f32; 2];
+/// fast::logsumexp(&[1000.0, 1000.0, 0.0, f32::NEG_INFINITY], &mut out, 2)?;
+/// assert_eq!(out, [1000.0 + core::f32::consts::LN_2, 0.0]);
+/// # Ok::<(), softmax_core::Error>(())
+/// ```
+pub fn logsumexp(x: &[f32], out: &mut [f32], n: usize) -> Result<(), Error> {
+    let rows = check(x.len(), n)?;
+    check_len(rows, out.len())?;
+    run(Op::LogSumExp, x, out, n);
+    Ok(())
+}
