@@ -7,7 +7,8 @@
 //! of the same bytes. The table is also written as JSON to `target/bench/bench.json`.
 //!
 //! Contenders: softmax-core with each backend (at the level the dispatch chose, and forced to the
-//! baseline level when the CPU has a wider one), the same function written plainly with scalar
+//! baseline level when the CPU has a wider one), its explicitly chosen fast variant
+//! (`softmax_core::fast`, at the chosen level), the same function written plainly with scalar
 //! `libm::expf`, onnxruntime 1.32 through `harness/peers/ort_peer.py` (a Python process driven
 //! over a pipe; its samples are timed inside Python around the calls), candle-nn with the
 //! `candle` feature, and a memory copy and a memory read of the same bytes.

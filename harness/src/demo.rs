@@ -284,6 +284,7 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
         fmt_row(&dx),
         fmt_num(dx.iter().sum::<f32>() as f64)
     )?;
+    fast_variant(out)?;
     crate::demo_loss::run(out)?;
     crate::demo_attention::run(out)?;
     writeln!(
@@ -291,4 +292,57 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
         "\nMore: `harness conform` (JSON-lines protocol), `harness bench` (speed against onnxruntime, candle and memory)."
     )?;
     Ok(())
+}
+
+/// The explicitly chosen fast variant next to the default kernels: time per value and the worst
+/// relative error against f64 on the same batch.
+fn fast_variant(out: &mut impl Write) -> std::io::Result<()> {
+    section(
+        out,
+        "softmax_core::fast: speed for accuracy, by choice",
+        "softmax-core",
+    )?;
+    let (nrows, n) = (64, 4096);
+    let x = harness::contenders::bench_input(nrows * n);
+    let want: Vec<f64> = x
+        .chunks_exact(n)
+        .flat_map(|row| {
+            let xd: Vec<f64> = row.iter().map(|&v| v as f64).collect();
+            r::softmax(&xd, 1.0, None)
+        })
+        .collect();
+    let mut y = vec![0.0f32; nrows * n];
+    let spec = Rows::new(n);
+    let mut run = |name: &str, f: &mut dyn FnMut(&mut [f32])| -> std::io::Result<()> {
+        f(&mut y);
+        let t = std::time::Instant::now();
+        let reps = 20;
+        for _ in 0..reps {
+            f(&mut y);
+        }
+        let ns = t.elapsed().as_secs_f64() * 1e9 / (reps * nrows * n) as f64;
+        let err = y
+            .iter()
+            .zip(&want)
+            .filter(|(_, &w)| w >= 1e-30)
+            .map(|(&v, &w)| (v as f64 - w).abs() / w)
+            .fold(0.0f64, f64::max);
+        writeln!(
+            out,
+            "  {name:<36} {ns:5.2} ns/value   worst relative error {err:.1e}"
+        )
+    };
+    run("softmax(Poly, …) (the contract)", &mut |y| {
+        rows::softmax(Poly, &x, y, &spec).expect("valid batch")
+    })?;
+    run("fast::softmax (FMA, shift rounded)", &mut |y| {
+        softmax_core::fast::softmax(&x, y, n).expect("valid batch")
+    })?;
+    writeln!(
+        out,
+        "  ({nrows} rows of {n} logits in [-10, 10); timed in this run at simd level {}; \
+         below AVX2+FMA the fast variant runs its portable reference, with a software fused \
+         multiply-add: slow, but the same bits)",
+        softmax_core::simd::level().name()
+    )
 }
