@@ -46,8 +46,8 @@ fn fma_is_correctly_rounded() {
                     f32::from_bits(next(&mut seed) as u32),
                 )
             }
-            // Products near 1 and an addend that cancels most of them: the exact sum sits
-            // near a tie of the f32 grid, where a double rounding would go wrong.
+            // Products near 1 and an addend that cancels most of them (exact in f64: the
+            // hard cases are built below).
             1 | 2 => {
                 let a = 1.0 + (next(&mut seed) >> 41) as f32 * f32::EPSILON;
                 let b = 1.0 + (next(&mut seed) >> 41) as f32 * f32::EPSILON;
@@ -76,6 +76,28 @@ fn fma_is_correctly_rounded() {
         checked += 1;
     }
     assert_eq!(checked, n);
+    // Sums that an f64 cannot hold and that lie just below an f32 midpoint whose upper
+    // neighbour is even: `(1 + k·2⁻²³)(1 − k·2⁻²³) + (2²⁴ + 2) = 2²⁴ + 3 − k²·2⁻⁴⁶`, correctly
+    // rounded 2²⁴ + 2; an f64 sum rounds to the midpoint 2²⁴ + 3 first, and then to the even
+    // 2²⁴ + 4 (a double rounding). Scaled by powers of two and negated, across the range.
+    let mut hard = 0;
+    for k in 1..362u32 {
+        for e in (-120i32..=100).step_by(11) {
+            for sign in [1.0f32, -1.0] {
+                let s = 2f32.powi(e);
+                let a = sign * (1.0 + k as f32 * f32::EPSILON) * s;
+                let b = 1.0 - k as f32 * f32::EPSILON;
+                let c = sign * (16_777_218.0 * s);
+                let want = a.mul_add(b, c);
+                let naive = (a as f64 * b as f64 + c as f64) as f32;
+                let got = fast::fma(a, b, c);
+                assert_eq!(got.to_bits(), want.to_bits(), "fma({a:e}, {b:e}, {c:e})");
+                hard += usize::from(naive != want);
+            }
+        }
+    }
+    // The construction does catch a double rounding, in every case.
+    assert_eq!(hard, 361 * 21 * 2, "cases where a plain f64 sum goes wrong");
 }
 
 /// ULP of `v` as an f32 (the spacing of the f32 grid at `|v|`, subnormal spacing below).
@@ -306,6 +328,14 @@ fn same(a: &[f32], b: &[f32]) -> bool {
 #[test]
 fn kernel_bits_equal_the_portable_reference() {
     let wide = release() && cfg!(target_arch = "x86_64") && simd::detected() >= Level::Avx2;
+    if wide {
+        // `fast` takes the AVX2+FMA kernel exactly when the level is AVX2 or wider.
+        simd::set_max_level(Level::Avx512);
+        assert!(
+            simd::level() >= Level::Avx2,
+            "the AVX2+FMA kernel would not run"
+        );
+    }
     println!(
         "comparing the {} with the portable reference",
         if wide {

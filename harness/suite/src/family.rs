@@ -1223,8 +1223,8 @@ pub(crate) fn inputs<F: Elem>(ctx: &mut Ctx) {
 // ------------------------------------------------------------------------------------------------
 
 /// `fast::softmax`, `fast::log_softmax` and `fast::logsumexp` over every row (a batch of one row)
-/// and over the batches without masks, a 1100-value row (two blocks of its sums and a ragged
-/// end), `fast::fma` on awkward operands, and the structural errors. Its bits must equal the
+/// and over the batches without masks, a 1100-value row (four whole blocks of 256 values for its
+/// sums, a partial one and a ragged end), `fast::fma` on awkward operands, and the structural errors. Its bits must equal the
 /// host's like every other case's: on the host the AVX2+FMA kernel (release builds with AVX2)
 /// or the portable reference, on the microcontrollers the portable reference with its software
 /// fused multiply-add.
