@@ -27,9 +27,9 @@
 //! * [`sparsemax`], [`argmax`] / [`hardmax`], [`gumbel_softmax`] (caller-supplied uniform noise),
 //!   [`temperature_for_entropy`].
 //! * [`fast`]: an explicitly chosen f32 softmax / log_softmax / logsumexp that gives up the exact
-//!   shift and the once-rounded exp for speed (about 1.5× the default kernels' softmax and 2×
-//!   their log_softmax with AVX2+FMA), with its own measured accuracy and still the same bits on
-//!   every target.
+//!   shift and the once-rounded exp for speed (1.3–1.7× the default kernels' softmax and
+//!   1.6–2.2× their log_softmax with AVX2+FMA), with its own measured accuracy and still the
+//!   same bits on every target.
 //!
 //! And what the crates built on it (attention-core, loss-core) share, so that none of them grows
 //! its own copy of a max/exp/sum or dot-product loop:
@@ -92,7 +92,8 @@
 //!
 //! Reductions use a fixed number of lanes ([`LANES`]; 32 in the sums of softmax's and
 //! log_softmax's terms) combined in a fixed order, and no operation depends on fused multiply-add
-//! or fast-math, so the same input gives the same bits on x86_64 (at every [`simd`] level: the
+//! contraction or fast-math (the [`fast`] variant's fused multiply-adds are explicit and
+//! correctly rounded, in hardware or in software), so the same input gives the same bits on x86_64 (at every [`simd`] level: the
 //! runtime dispatch changes only the width of the machine code), Cortex-M4F and soft-float
 //! Cortex-M0+ (checked by `harness/firmware` under QEMU and `harness/tests/dispatch_levels.rs`).
 //! One exception: a NaN result is NaN everywhere, but its sign and payload bits follow the
