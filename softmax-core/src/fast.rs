@@ -65,6 +65,7 @@
 #![forbid(unsafe_code)]
 
 use crate::backend::{Backend, Poly};
+use crate::kernel::{tree, Totals};
 use crate::spec::check_len;
 use crate::Error;
 
@@ -174,14 +175,6 @@ pub fn exp(d: f32) -> f32 {
     // kf's low bits are n + 127, in [0, 131]: shifted into the exponent field they make 2^n,
     // or 0 for n = −127 (d < −87.68).
     p * f32::from_bits(kf.to_bits() << 23)
-}
-
-/// TwoSum: `a + b = s + e` exactly.
-#[inline(always)]
-pub(crate) fn two_sum(a: f32, b: f32) -> (f32, f32) {
-    let s = a + b;
-    let bb = s - a;
-    (s, (a - (s - bb)) + (b - bb))
 }
 
 /// What a row pass computes.
@@ -329,10 +322,10 @@ fn online<K: Kernel>(k: K, x: &[f32]) -> Option<(f32, f32)> {
 pub(crate) struct Portable;
 
 impl Kernel for Portable {
-    type Sums = ([f32; CHUNK], [f32; CHUNK]);
+    type Sums = Totals<f32, CHUNK>;
 
     fn zero(self) -> Self::Sums {
-        ([0.0; CHUNK], [0.0; CHUNK])
+        Totals::ZERO
     }
 
     fn max(self, x: &[f32]) -> f32 {
@@ -342,16 +335,7 @@ impl Kernel for Portable {
                 *m = maxf(v, *m);
             }
         }
-        let mut h = CHUNK / 2;
-        while h > 0 {
-            if let Some((lo, hi)) = m.split_at_mut_checked(h) {
-                for (a, &b) in lo.iter_mut().zip(hi.iter()) {
-                    *a = maxf(*a, b);
-                }
-            }
-            h /= 2;
-        }
-        m[0]
+        tree(m, maxf)
     }
 
     fn sum_exp(
@@ -362,7 +346,6 @@ impl Kernel for Portable {
         mut y: Option<&mut [f32]>,
         next: &[f32],
     ) -> f32 {
-        let (s, c) = sums;
         let mut part = [0.0f32; CHUNK];
         let mut k = 0;
         let total = x.len().div_ceil(CHUNK);
@@ -378,12 +361,8 @@ impl Kernel for Portable {
             }
             k += 1;
             if k == BLOCK_CHUNKS || i + 1 == total {
-                for ((s, c), p) in s.iter_mut().zip(c.iter_mut()).zip(part.iter_mut()) {
-                    let (v, e) = two_sum(*s, *p);
-                    *s = v;
-                    *c += e;
-                    *p = 0.0;
-                }
+                sums.fold(&part);
+                part = [0.0; CHUNK];
                 k = 0;
             }
         }
@@ -391,28 +370,13 @@ impl Kernel for Portable {
     }
 
     fn scale(self, sums: &mut Self::Sums, f: f32) {
-        for (s, c) in sums.0.iter_mut().zip(sums.1.iter_mut()) {
-            *s *= f;
-            *c *= f;
-        }
+        sums.scale(f);
     }
 
     fn finish(self, sums: Self::Sums) -> f32 {
-        let (mut s, mut c) = sums;
-        let mut h = CHUNK / 2;
-        while h > 0 {
-            if let (Some((s1, s2)), Some((c1, c2))) =
-                (s.split_at_mut_checked(h), c.split_at_mut_checked(h))
-            {
-                for (((s1, &s2), c1), &c2) in s1.iter_mut().zip(s2.iter()).zip(c1).zip(c2.iter()) {
-                    let (v, e) = two_sum(*s1, s2);
-                    *s1 = v;
-                    *c1 = (*c1 + c2) + e;
-                }
-            }
-            h /= 2;
-        }
-        s[0] + c[0]
+        // `Totals::finish` gives `hi = fl(total + compensation)` (and `hi` alone when it is not
+        // finite, the same value): the rounding once of the kernels.
+        sums.finish().0
     }
 
     fn mul(self, y: &mut [f32], f: f32) {

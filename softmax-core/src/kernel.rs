@@ -315,7 +315,7 @@ pub(crate) fn scan<F: Float, L: Load<F>>(src: L) -> Scan<F> {
 /// first half, and so on. A fixed order, like a sequential fold, but `log2 N` steps deep instead
 /// of `N`, and each step vectorises.
 #[inline(always)]
-fn tree<T: Copy, const N: usize>(mut v: [T; N], f: impl Fn(T, T) -> T) -> T {
+pub(crate) fn tree<T: Copy, const N: usize>(mut v: [T; N], f: impl Fn(T, T) -> T) -> T {
     let mut n = N;
     while n > 1 {
         let h = n / 2;
@@ -341,14 +341,14 @@ pub(crate) struct Totals<F, const N: usize = LANES> {
 }
 
 impl<F: Float, const N: usize> Totals<F, N> {
-    const ZERO: Self = Totals {
+    pub(crate) const ZERO: Self = Totals {
         s: [F::ZERO; N],
         c: [F::ZERO; N],
     };
 
     /// Folds one block's plain lane sums into the totals.
     #[inline(always)]
-    fn fold(&mut self, part: &[F; N]) {
+    pub(crate) fn fold(&mut self, part: &[F; N]) {
         for ((s, c), &p) in self.s.iter_mut().zip(self.c.iter_mut()).zip(part) {
             let (v, e) = two_sum(*s, p);
             *s = v;
@@ -356,10 +356,19 @@ impl<F: Float, const N: usize> Totals<F, N> {
         }
     }
 
+    /// Multiplies every lane's sum and compensation by `f` (each rounded once).
+    #[inline(always)]
+    pub(crate) fn scale(&mut self, f: F) {
+        for (s, c) in self.s.iter_mut().zip(self.c.iter_mut()) {
+            *s *= f;
+            *c *= f;
+        }
+    }
+
     /// The total as an unevaluated sum `hi + lo` with `hi = fl(hi + lo)`; lanes combined in a
     /// fixed order, pairwise (each step an exact TwoSum, its error joining the compensation).
     #[inline(always)]
-    fn finish(self) -> (F, F) {
+    pub(crate) fn finish(self) -> (F, F) {
         let (mut s, mut c) = (self.s, self.c);
         let mut n = N;
         while n > 1 {
@@ -627,10 +636,7 @@ impl<F: Float> TermSum<F> {
     /// Multiplies the total by `f` (each lane's sum and compensation rounded once).
     #[inline(always)]
     pub(crate) fn scale(&mut self, f: F) {
-        for (s, c) in self.tot.s.iter_mut().zip(self.tot.c.iter_mut()) {
-            *s *= f;
-            *c *= f;
-        }
+        self.tot.scale(f);
     }
 
     /// The total `hi + lo`.
