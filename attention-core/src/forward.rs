@@ -114,10 +114,7 @@ pub fn attention<F: Float, B: Backend<F>>(
                     for (r, (st, acc_r)) in
                         states.iter_mut().zip(acc.rows_mut(p.dv.max(1))).enumerate()
                     {
-                        if let Some(z) = sink {
-                            st.fold_sink(z, acc_r);
-                        }
-                        let (l, e) = st.finish_row(acc_r);
+                        let (l, e) = st.finish_row(acc_r, sink);
                         if let Some(v) = lse_h.as_deref_mut().and_then(|x| x.get_mut(t0 + r)) {
                             *v = l;
                         }
@@ -353,10 +350,8 @@ pub fn attention_finish<F: Float, B: Backend<F>>(
         .enumerate()
     {
         let h = i.checked_div(dims.t).unwrap_or(0);
-        if let Some(z) = opts.sink_logits().and_then(|z| z.get(h)) {
-            st.fold_sink(*z, acc);
-        }
-        let (l, e) = st.finish_row(acc);
+        let sink = opts.sink_logits().and_then(|z| z.get(h)).copied();
+        let (l, e) = st.finish_row(acc, sink);
         if let Some(v) = lse.as_deref_mut().and_then(|x| x.get_mut(i)) {
             *v = l;
         }

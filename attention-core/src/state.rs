@@ -2,7 +2,7 @@
 //! entropy accumulator; the output accumulator lives in the caller's buffer.
 
 use softmax_core::backend::Backend;
-use softmax_core::{linalg, Float, OnlineSoftmax};
+use softmax_core::{linalg, Float, OnlineSoftmax, Rescale};
 
 use crate::options::check_len;
 use crate::Error;
@@ -82,21 +82,39 @@ impl<F: Float, B: Backend<F>> QueryState<F, B> {
         }
     }
 
-    /// Folds in the sink logit `z` (a candidate without a value): `acc` is rescaled, nothing
-    /// is added to it.
+    /// Folds in the sink logit `z` (a candidate without a value) and returns the rescale of the
+    /// output accumulator, which [`finish_row`](Self::finish_row) applies together with `1/l`:
+    /// when the sink lies far above every score the rescale is far below the smallest float,
+    /// but the output it makes is not (it may be any tiny representable value).
     #[inline(always)]
-    pub(crate) fn fold_sink(&mut self, z: F, acc: &mut [F]) {
-        let mut s = [z];
-        let mut tmp = [F::ZERO];
-        self.step(&mut s, &mut tmp, acc, true);
+    fn fold_sink(&mut self, z: F) -> Rescale<F> {
+        let (m_old, l_old) = (self.sm.max(), self.sm.sum());
+        let (w, alpha) = self.sm.update_sink(z);
+        let m = self.sm.max();
+        // The sink's own entropy term w·(z − m') (0 when its weight is 0).
+        let d = if w == F::ZERO { F::ZERO } else { z - m };
+        self.e = shifted(self.e, m_old, l_old, alpha.value(), m) + w * d;
+        alpha
     }
 
-    /// Writes the output row `o = acc / l` in place; returns `(lse, entropy)`.
+    /// Folds in the sink logit `z`, if any, then writes the output row `o = acc / l` in place;
+    /// returns `(lse, entropy)`.
     #[inline(always)]
-    pub(crate) fn finish_row(&self, acc: &mut [F]) -> (F, F) {
-        let inv = self.sm.inv_sum();
-        for a in acc.iter_mut() {
-            *a *= inv;
+    pub(crate) fn finish_row(&mut self, acc: &mut [F], sink: Option<F>) -> (F, F) {
+        match sink {
+            Some(z) => {
+                let alpha = self.fold_sink(z);
+                let inv = self.sm.inv_sum();
+                for a in acc.iter_mut() {
+                    *a = alpha.scale(*a, inv);
+                }
+            }
+            None => {
+                let inv = self.sm.inv_sum();
+                for a in acc.iter_mut() {
+                    *a *= inv;
+                }
+            }
         }
         (self.lse(), self.entropy())
     }

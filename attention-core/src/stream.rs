@@ -325,10 +325,8 @@ impl Ring {
                             states.iter_mut().zip(acc.rows_mut(dv.max(1))).enumerate()
                         {
                             let h = h0 + r;
-                            if let Some(z) = opts.sink_logits().and_then(|z| z.get(h)) {
-                                st.fold_sink(*z, acc_r);
-                            }
-                            let (l, e) = st.finish_row(acc_r);
+                            let sink = opts.sink_logits().and_then(|z| z.get(h)).copied();
+                            let (l, e) = st.finish_row(acc_r, sink);
                             if let Some(v) = lse.as_deref_mut().and_then(|x| x.get_mut(h)) {
                                 *v = l;
                             }

@@ -173,6 +173,14 @@ fn bounds(c: &Case, d_o: &[f64], u: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f
     let mut bv = vec![0.0; c.v.len()];
     let mut bz = vec![0.0; c.heads];
     let scale = c.scale().abs();
+    // The smallest subnormal: a weight `p` or a product `g` below the normal range is rounded
+    // to a multiple of it (half of it absolute error), which the later factors then carry.
+    let quantum = if u > 1e-10 {
+        2f64.powi(-149)
+    } else {
+        2f64.powi(-1074)
+    };
+    let half_q = 0.5 * quantum;
     for h in 0..c.heads {
         let g = h / (c.heads / c.kv_heads);
         for t in 0..t_n {
@@ -216,7 +224,10 @@ fn bounds(c: &Case, d_o: &[f64], u: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f
                 .sum::<f64>()
                 + ((dv as f64 / 16.0).ceil() + 4.0)
                     * u
-                    * dor.iter().zip(or).map(|(a, b)| (a * b).abs()).sum::<f64>();
+                    * dor.iter().zip(or).map(|(a, b)| (a * b).abs()).sum::<f64>()
+                // Below the normal range: each output element (rounded absolutely in the
+                // forward pass) times its dO, and each product and sum of D itself.
+                + half_q * (dor.iter().map(|a| a.abs()).sum::<f64>() + 2.0 * dv as f64 + 2.0);
             let mut gsum = 0.0;
             for j in 0..s_n {
                 let pj = f.p[row * s_n + j];
@@ -240,9 +251,11 @@ fn bounds(c: &Case, d_o: &[f64], u: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f
                     None => (scale, u),
                 };
                 let gj = pj * (dp - dd).abs() * fac;
-                let g_err =
-                    fac * pj * ((dp.abs() + dd.abs()) * (24.0 * u + 4.0 * ds_max) + d_err + dp_err)
-                        + gj * fac_rel;
+                let g_err = fac
+                    * (pj * ((dp.abs() + dd.abs()) * (24.0 * u + 4.0 * ds_max) + d_err + dp_err)
+                        + half_q * (dp.abs() + dd.abs()))
+                    + gj * fac_rel
+                    + half_q;
                 gsum += gj;
                 let kr = c.k_row(g, j);
                 for i in 0..d {
@@ -251,7 +264,7 @@ fn bounds(c: &Case, d_o: &[f64], u: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f
                     bk[(g * s_n + j) * d + i] +=
                         g_err * qr[i].abs() + (c.heads * t_n + 4) as f64 * u * gj * qr[i].abs();
                 }
-                let p_err = pj * (24.0 * u + 4.0 * ds_max);
+                let p_err = pj * (24.0 * u + 4.0 * ds_max) + half_q;
                 for i in 0..dv {
                     bv[(g * s_n + j) * dv + i] +=
                         p_err * dor[i].abs() + (c.heads * t_n + 4) as f64 * u * pj * dor[i].abs();
@@ -259,10 +272,14 @@ fn bounds(c: &Case, d_o: &[f64], u: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f
             }
             let _ = gsum;
             bz[h] += f.p_sink[row] * ((24.0 * u + 4.0 * ds_max) * dd.abs() + d_err)
-                + 4.0 * u * f.p_sink[row] * dd.abs();
+                + 4.0 * u * f.p_sink[row] * dd.abs()
+                + 2.0 * half_q;
         }
     }
-    let tiny = |v: Vec<f64>| v.into_iter().map(|x| x + 1e-300).collect::<Vec<f64>>();
+    // An absolute floor: two half-quanta of the subnormal range (a gradient below the smallest
+    // normal number is rounded absolutely), never below 1e-300.
+    let floor = quantum.max(1e-300);
+    let tiny = |v: Vec<f64>| v.into_iter().map(|x| x + floor).collect::<Vec<f64>>();
     (tiny(bq), tiny(bk), tiny(bv), tiny(bz))
 }
 
@@ -391,6 +408,65 @@ fn every_combination_matches_the_analytic_reference_in_f64_and_f32() {
         }
     }
     eprintln!("backward vs analytic reference: worst error / bound f64 {w64:.3}, f32 {w32:.3}");
+}
+
+/// The sink-logit underflow (regression): with each head's sink logit 60, 80, 100 or 200 above
+/// every score, the keys' weights are `e^-60` .. `e^-200` and their gradients tiny; the forward
+/// output (whose rowsum with `dO` enters every gradient) and the gradients must still match the
+/// analytic float64 reference within the bounds above, f32 and f64.
+#[test]
+fn sink_logits_far_above_every_score_keep_their_gradients() {
+    let mut rng = Rng(0x5_1a5);
+    let mut worst: f64 = 0.0;
+    let mut tiny = 0usize;
+    for gap in [60.0, 80.0, 100.0, 200.0] {
+        for (causal, combo) in [(0u8, 0u32), (1, 4 | 8 | 16), (2, 32), (1, 1)] {
+            let mut c = random_case(&mut rng, causal, combo, 140);
+            let z = (0..c.heads)
+                .map(|h| {
+                    let top = (0..c.t)
+                        .flat_map(|t| c.row_scores(h, t).s)
+                        .flatten()
+                        .fold(f64::NEG_INFINITY, f64::max);
+                    ((top.max(-1e3) + gap) as f32) as f64
+                })
+                .collect();
+            c.sink_logits = Some(z);
+            let d_o = d_out(&mut rng, &c);
+            let r = backward(&c, &d_o);
+            tiny +=
+                r.dv.iter()
+                    .filter(|x| **x != 0.0 && x.abs() < 1e-25)
+                    .count();
+            let what = format!("gap {gap} {}", describe(&c));
+            for (ty, u) in [
+                ("f64", 0.5 * f64::EPSILON),
+                ("f32", 0.5 * f32::EPSILON as f64),
+            ] {
+                let (dq, dk, dv, dz) = if ty == "f64" {
+                    run::<f64>(&c, &d_o, false).unwrap()
+                } else {
+                    run::<f32>(&c, &d_o, true).unwrap()
+                };
+                let k = if ty == "f64" { 2.0 } else { 1.0 };
+                let (bq, bk, bv, bz) = bounds(&c, &d_o, u);
+                worst = worst.max(compare(&format!("{ty} dq {what}"), &dq, &r.dq, |i| {
+                    k * bq[i]
+                }));
+                worst = worst.max(compare(&format!("{ty} dk {what}"), &dk, &r.dk, |i| {
+                    k * bk[i]
+                }));
+                worst = worst.max(compare(&format!("{ty} dv {what}"), &dv, &r.dv, |i| {
+                    k * bv[i]
+                }));
+                worst = worst.max(compare(&format!("{ty} dz {what}"), &dz, &r.d_sink, |i| {
+                    k * bz[i]
+                }));
+            }
+        }
+    }
+    assert!(tiny > 0, "no tiny gradient was tested");
+    eprintln!("sink far above the scores: worst error / bound {worst:.3}");
 }
 
 #[test]

@@ -13,8 +13,9 @@ mod attention_ref;
 
 use attention_core::backend::{Libm, Poly};
 use attention_core::{
-    alibi_slope, alibi_slopes, attention, default_scale, Causal, Dims, Error, Float, Options,
-    Output, Qkv,
+    alibi_slope, alibi_slopes, attention, attention_finish, attention_partial, default_scale,
+    merge_partials, Causal, Dims, Error, Float, KvCacheSlice, Options, Output, Qkv, QueryState,
+    Window,
 };
 use attention_ref::{
     alibi_slopes as ref_alibi_slopes, backward as ref_backward, forward, Case, Rng,
@@ -23,6 +24,17 @@ use attention_ref::{
 /// The precision of a type.
 fn unit<F: Float>() -> f64 {
     F::EPSILON.to_f64() / 2.0
+}
+
+/// The absolute floor of every bound: two half-quanta of `F`'s subnormal range (at least
+/// 1e-300).
+fn floor<F: Float>() -> f64 {
+    let smallest = if unit::<F>() > 1e-10 {
+        2f64.powi(-149)
+    } else {
+        2f64.powi(-1074)
+    };
+    smallest.max(1e-300)
 }
 
 /// `(o, lse, entropy)`, widened to f64.
@@ -177,7 +189,7 @@ fn bounds<F: Float>(c: &Case, r: &attention_ref::Out) -> (Vec<f64>, Vec<f64>, Ve
                 let mag: f64 = (0..c.s)
                     .map(|j| r.p[row * c.s + j] * c.v[(g * c.s + j) * c.dv + i].abs())
                     .sum();
-                bo[row * c.dv + i] = ((n_allowed + 16.0) * u + 4.0 * ds_max) * mag + 1e-300;
+                bo[row * c.dv + i] = ((n_allowed + 16.0) * u + 4.0 * ds_max) * mag + floor::<F>();
             }
             bl[row] = ds_max + 8.0 * u * (1.0 + r.lse[row].abs());
             let spread: f64 = (0..c.s)
@@ -290,6 +302,210 @@ fn long_rows_and_tiles_match_the_reference() {
         worst = worst.max(check::<f64>(&c, false, "long f64"));
     }
     eprintln!("long rows: worst error / bound {worst:.3}");
+}
+
+/// Sets every head's sink logit `gap` above the largest score of any of its queries (a value
+/// exact in f32).
+fn sink_above_scores(c: &mut Case, gap: f64) {
+    let z = (0..c.heads)
+        .map(|h| {
+            let top = (0..c.t)
+                .flat_map(|t| c.row_scores(h, t).s)
+                .flatten()
+                .fold(f64::NEG_INFINITY, f64::max);
+            ((top.max(-1e3) + gap) as f32) as f64
+        })
+        .collect();
+    c.sink_logits = Some(z);
+}
+
+/// The sink-logit underflow (regression): a sink logit 60, 80, 100 or 200 above every score
+/// leaves the keys a tiny total weight, `e^-60` .. `e^-200`, whose outputs are still
+/// representable (f32 down to `e^-103`, f64 always). The full pass, the partial passes with their
+/// merge and finish, and the streaming decoder must keep them: each output within the forward
+/// bound of the float64 reference, the decoder equal to the full pass bit for bit.
+#[test]
+fn sink_logits_far_above_every_score_keep_the_keys_part() {
+    let mut rng = Rng(0x5_1a4);
+    let mut worst: f64 = 0.0;
+    let mut tiny_outputs = [0usize; 2];
+    for gap in [60.0, 80.0, 100.0, 200.0] {
+        for (causal, combo, window, sinks) in [
+            (0u8, 0u32, None, 0usize),
+            (1, 4, Some(5), 2),
+            (2, 1 | 32, None, 0),
+            (1, 0, None, 0),
+        ] {
+            let mut c = random_case(&mut rng, causal, combo);
+            c.s = c.s.max(c.t) + 130; // several key blocks, and the stream below needs s >= t
+            c.k = (0..c.kv_heads * c.s * c.d).map(|_| rng.val(2.0)).collect();
+            c.v = (0..c.kv_heads * c.s * c.dv).map(|_| rng.val(3.0)).collect();
+            if c.mask.is_some() {
+                c.mask = Some((0..c.t * c.s).map(|_| rng.below(5) != 0).collect());
+            }
+            c.window = window;
+            c.sinks = sinks;
+            sink_above_scores(&mut c, gap);
+            let r = forward(&c);
+            let what = format!("gap {gap}");
+            worst = worst.max(check::<f32>(&c, false, &what));
+            worst = worst.max(check::<f64>(&c, true, &what));
+            for (i, o) in r.o.iter().enumerate() {
+                let _ = i;
+                if *o != 0.0 && o.abs() < 1e-20 {
+                    tiny_outputs[usize::from(o.abs() < 1e-38)] += 1;
+                }
+            }
+            check_split::<f32>(&c, &r, &what);
+            check_split::<f64>(&c, &r, &what);
+            if causal == 1 {
+                check_stream(&c, &what);
+            }
+        }
+    }
+    assert!(
+        tiny_outputs[0] > 0 && tiny_outputs[1] > 0,
+        "{tiny_outputs:?}"
+    );
+    eprintln!(
+        "sink far above the scores: worst error / bound {worst:.3}; tiny outputs {tiny_outputs:?}"
+    );
+}
+
+/// `attention_partial` over two key ranges (in reverse order, in separate buffers),
+/// `merge_partials`, `attention_finish`: within the forward bound of the reference.
+fn check_split<F: Float>(c: &Case, r: &attention_ref::Out, what: &str)
+where
+    Poly: attention_core::backend::Backend<F>,
+{
+    let cv = |x: &[f64]| x.iter().map(|&v| F::from_f64(v)).collect::<Vec<F>>();
+    let (q, k, v) = (cv(&c.q), cv(&c.k), cv(&c.v));
+    let z = cv(c.sink_logits.as_deref().unwrap_or(&[]));
+    let mask = c.mask.clone();
+    let mut opts = Options::new()
+        .with_causal([Causal::None, Causal::BottomRight, Causal::TopLeft][c.causal as usize])
+        .with_alibi(c.alibi)
+        .with_sinks(c.sinks)
+        .with_sink_logits(&z);
+    if let Some(s) = c.scale {
+        opts = opts.with_scale(F::from_f64(s));
+    }
+    if let Some(m) = &mask {
+        opts = opts.with_mask(m);
+    }
+    if let Some(w) = c.window {
+        opts = opts.with_window(w);
+    }
+    if let Some(cap) = c.softcap {
+        opts = opts.with_softcap(F::from_f64(cap));
+    }
+    let bias = c.bias.as_ref().map(|b| cv(b));
+    if let Some(b) = &bias {
+        opts = opts.with_bias(b);
+    }
+    let dims = Dims::new(c.heads, c.kv_heads, c.t, c.s, c.d, c.dv);
+    let x = Qkv::new(&q, &k, &v);
+    let ht = c.heads * c.t;
+    let mid = c.s / 3;
+    let (mut sa, mut sb) = (
+        vec![QueryState::new(Poly); ht],
+        vec![QueryState::new(Poly); ht],
+    );
+    let (mut a, mut b) = (vec![F::ZERO; ht * c.dv], vec![F::ZERO; ht * c.dv]);
+    attention_partial(Poly, &dims, x, &opts, mid..c.s, &mut b, &mut sb).unwrap();
+    attention_partial(Poly, &dims, x, &opts, 0..mid, &mut a, &mut sa).unwrap();
+    merge_partials(&dims, &mut a, &mut sa, &b, &sb).unwrap();
+    let mut lse = vec![F::ZERO; ht];
+    attention_finish(
+        &dims,
+        &opts,
+        &mut sa,
+        Output::new(&mut a).with_lse(&mut lse),
+    )
+    .unwrap();
+    let (bo, bl, _) = bounds::<F>(c, r);
+    for (i, (&got, &want)) in a.iter().zip(&r.o).enumerate() {
+        let err = (got.to_f64() - want).abs();
+        assert!(
+            err <= bo[i],
+            "{what} split o[{i}] = {got} want {want}\n{}",
+            describe(c)
+        );
+    }
+    for (i, (&got, &want)) in lse.iter().zip(&r.lse).enumerate() {
+        let err = (got.to_f64() - want).abs();
+        assert!(
+            err <= bl[i],
+            "{what} split lse[{i}] = {got} want {want}\n{}",
+            describe(c)
+        );
+    }
+}
+
+/// The streaming decoder over the same stream (T = S, bottom-right) equals the full pass bit for
+/// bit, sink logits included.
+fn check_stream(c: &Case, what: &str) {
+    let mut c = c.clone();
+    c.t = c.s;
+    c.causal = 1;
+    c.mask = None;
+    c.bias = None;
+    let mut rng = Rng(c.s as u64);
+    c.q = (0..c.heads * c.t * c.d).map(|_| rng.val(2.0)).collect();
+    sink_above_scores(&mut c, 100.0);
+    let (full, _, _) = run::<f32>(&c, false).unwrap();
+    let cv = |x: &[f64]| x.iter().map(|&v| v as f32).collect::<Vec<f32>>();
+    let (q, k, v) = (cv(&c.q), cv(&c.k), cv(&c.v));
+    let z = cv(c.sink_logits.as_deref().unwrap_or(&[]));
+    let window = c.window.map(|w| Window::new(w, c.sinks));
+    let cap = window.map_or(c.s, |w| w.tokens().min(c.s));
+    let (mut ks, mut vs) = (
+        vec![0.0f32; c.kv_heads * cap * c.d],
+        vec![0.0f32; c.kv_heads * cap * c.dv],
+    );
+    let mut cache = KvCacheSlice::new(&mut ks, &mut vs, c.kv_heads, c.d, c.dv, window).unwrap();
+    let mut opts = Options::new()
+        .with_causal(Causal::BottomRight)
+        .with_alibi(c.alibi)
+        .with_sink_logits(&z);
+    if let Some(w) = c.window {
+        opts = opts.with_window(w).with_sinks(c.sinks);
+    }
+    if let Some(s) = c.scale {
+        opts = opts.with_scale(s as f32);
+    }
+    if let Some(cap) = c.softcap {
+        opts = opts.with_softcap(cap as f32);
+    }
+    let mut tiny = 0;
+    for t in 0..c.t {
+        let qt: Vec<f32> = (0..c.heads)
+            .flat_map(|h| q[(h * c.t + t) * c.d..][..c.d].to_vec())
+            .collect();
+        let kt: Vec<f32> = (0..c.kv_heads)
+            .flat_map(|g| k[(g * c.s + t) * c.d..][..c.d].to_vec())
+            .collect();
+        let vt: Vec<f32> = (0..c.kv_heads)
+            .flat_map(|g| v[(g * c.s + t) * c.dv..][..c.dv].to_vec())
+            .collect();
+        let mut o = vec![0.0f32; c.heads * c.dv];
+        cache
+            .decode(Poly, &qt, &kt, &vt, &opts, Output::new(&mut o))
+            .unwrap();
+        for h in 0..c.heads {
+            for i in 0..c.dv {
+                let want = full[(h * c.t + t) * c.dv + i] as f32;
+                let got = o[h * c.dv + i];
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{what} stream t {t} h {h} i {i}"
+                );
+                tiny += usize::from(got != 0.0 && got.abs() < 1e-30);
+            }
+        }
+    }
+    assert!(tiny > 0, "{what}: the stream produced no tiny output");
 }
 
 fn tiny(t: usize, s: usize) -> Case {

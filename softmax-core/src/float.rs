@@ -39,6 +39,12 @@ pub(crate) mod private {
         const REACH: Self;
         /// `2^k` for `k` in the normal exponent range (callers guarantee it).
         fn pow2(k: i32) -> Self;
+        /// The exponent of the smallest normal number (−126, −1022).
+        const NORMAL_EXP_MIN: i32;
+        /// The exponent of the largest finite number (127, 1023).
+        const FINITE_EXP_MAX: i32;
+        /// Significand precision in bits (24, 53).
+        const SIGNIFICAND_BITS: i32;
         /// `self` rounded to an `i32` (saturating; NaN gives 0).
         fn to_i32(self) -> i32;
         /// `linalg::matmul_nt_unchecked` through an architecture's hand-scheduled copy (same
@@ -88,6 +94,9 @@ pub(crate) mod private {
         const TOP: i32 = 60;
         const TINY: i32 = -92;
         const REACH: f32 = 106.0;
+        const NORMAL_EXP_MIN: i32 = -126;
+        const FINITE_EXP_MAX: i32 = 127;
+        const SIGNIFICAND_BITS: i32 = 24;
         #[inline(always)]
         fn pow2(k: i32) -> f32 {
             f32::from_bits(((k + 127) as u32) << 23)
@@ -110,6 +119,9 @@ pub(crate) mod private {
         const TOP: i32 = 60;
         const TINY: i32 = -1016;
         const REACH: f64 = 746.0;
+        const NORMAL_EXP_MIN: i32 = -1022;
+        const FINITE_EXP_MAX: i32 = 1023;
+        const SIGNIFICAND_BITS: i32 = 53;
         #[inline(always)]
         fn pow2(k: i32) -> f64 {
             f64::from_bits(((k + 1023) as u64) << 52)
@@ -264,6 +276,33 @@ pub(crate) fn fast_two_sum<F: Float>(a: F, b: F) -> (F, F) {
     (s, b - (s - a))
 }
 
+/// `x·2^n` rounded once (C's `scalbn`, as musl computes it): the scale is applied in steps of
+/// normal powers of two, each exact, and when the result lies below the normal range the last
+/// step is the only one that rounds (the one before it leaves at least `SIGNIFICAND_BITS` bits of
+/// headroom).
+#[inline]
+pub(crate) fn ldexp<F: Float>(x: F, n: i32) -> F {
+    let (mut y, mut n) = (x, n);
+    let (lo, hi) = (F::NORMAL_EXP_MIN, F::FINITE_EXP_MAX);
+    if n > hi {
+        y *= F::pow2(hi);
+        n -= hi;
+        if n > hi {
+            y *= F::pow2(hi);
+            n = (n - hi).min(hi);
+        }
+    } else if n < lo {
+        let step = lo + F::SIGNIFICAND_BITS;
+        y *= F::pow2(step);
+        n -= step;
+        if n < lo {
+            y *= F::pow2(step);
+            n = (n - step).max(lo);
+        }
+    }
+    y * F::pow2(n)
+}
+
 /// `if c { a } else { b }` written as a select, which LLVM turns into a blend inside vector loops.
 #[inline(always)]
 pub(crate) fn select<F: Float>(c: bool, a: F, b: F) -> F {
@@ -271,5 +310,31 @@ pub(crate) fn select<F: Float>(c: bool, a: F, b: F) -> F {
         a
     } else {
         b
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ldexp;
+
+    /// `ldexp` in f32 against the exact product in f64 rounded once to f32 (the cast rounds to
+    /// nearest even, into the subnormals too), over scales that cross both ends of the range.
+    #[test]
+    fn ldexp_rounds_once() {
+        let mut s = 0x1234_5678_9abc_def0u64;
+        for _ in 0..200_000 {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let x = f32::from_bits((s >> 32) as u32);
+            if !x.is_finite() {
+                continue;
+            }
+            let n = ((s >> 8) % 600) as i32 - 300;
+            // Exact in f64 for every f32 x and |n| <= 300.
+            let want = (x as f64 * 2f64.powi(n)) as f32;
+            let got = ldexp(x, n);
+            assert_eq!(got.to_bits(), want.to_bits(), "{x:e} · 2^{n}");
+        }
     }
 }

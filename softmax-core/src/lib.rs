@@ -141,7 +141,7 @@ pub mod special;
 pub use float::Float;
 pub use kernel::LANES;
 pub use lse::LogSumExp;
-pub use online::OnlineSoftmax;
+pub use online::{OnlineSoftmax, Rescale};
 pub use ops::{
     argmax, entropy, gumbel_softmax, hardmax, kl_divergence, log_softmax, log_softmax_in_place,
     log_softmax_vjp, log_softmax_vjp_from_logits, logsumexp, masked_softmax, softmax,

@@ -14,7 +14,7 @@
 use core::marker::PhantomData;
 
 use crate::backend::Backend;
-use crate::float::{select, two_sum};
+use crate::float::{ldexp, select, two_sum};
 use crate::kernel::{self, Scale, TermSum, Unit};
 use crate::Float;
 
@@ -110,23 +110,58 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
         let st = *self;
         let (next, alpha) = crate::simd::exec(
             #[inline(always)]
-            || st.update_in(scores),
+            || st.update_in(scores, false),
         );
         *self = next;
-        alpha
+        alpha.value()
     }
 
+    /// Folds in one more candidate score `z` that carries no value: a sink logit (gpt-oss,
+    /// learned attention sinks), which takes part in the normaliser but adds nothing to the
+    /// caller's accumulators. Returns the sink's own weight `e^(z − m')` and the rescale `α` of
+    /// the accumulators as a [`Rescale`].
+    ///
+    /// Unlike [`update`](Self::update), whose `α` is 0 below `2^-92` (the keys it drops are
+    /// outweighed by the new maximum's own key), this `α` never underflows: when the sink lies
+    /// far above every score, the accumulated output is tiny but representable, and
+    /// [`Rescale::scale`] applies `α` and the final `1/sum` to it with the power of two last.
+    /// Where `α` is a normal number the result is the same bits as `update(&mut [z])`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use softmax_core::{OnlineSoftmax, backend::Poly};
+    /// let mut st = OnlineSoftmax::new(Poly);
+    /// let mut block = [0.0f32];
+    /// st.update(&mut block);
+    /// let acc = 3.0f32 * block[0]; // one key, value 3
+    /// let (w, r) = st.update_sink(100.0); // a sink 100 above the key
+    /// assert_eq!(w, 1.0);
+    /// let o = r.scale(acc, st.inv_sum()); // 3·e^-100: far below f32's normal range, not 0
+    /// assert!(((o as f64) - 3.0 * (-100f64).exp()).abs() <= 2f64.powi(-149));
+    /// assert!(o > 0.0);
+    /// ```
+    #[inline]
+    pub fn update_sink(&mut self, z: F) -> (F, Rescale<F>) {
+        let mut s = [z];
+        let (next, alpha) = self.update_in(&mut s, true);
+        *self = next;
+        (s[0], alpha)
+    }
+
+    /// The step of [`update`](Self::update) (`exact = false`, the rescale as `exp_pow2` gives
+    /// it) and [`update_sink`](Self::update_sink) (`exact`, without underflow).
     #[inline(always)]
-    fn update_in(self, scores: &mut [F]) -> (Self, F) {
+    fn update_in(self, scores: &mut [F], exact: bool) -> (Self, Rescale<F>) {
         let sc = kernel::scan(kernel::Plain(scores));
         if sc.nan || self.m.is_nan() {
             scores.fill(F::NAN);
-            return (Self::poisoned(), F::NAN);
+            return (Self::poisoned(), Rescale::of(F::NAN));
         }
         let m_new = select(sc.max > self.m, sc.max, self.m);
         if m_new == F::NEG_INFINITY {
             scores.fill(F::ZERO);
-            return (self, F::ONE);
+            return (self, Rescale::of(F::ONE));
         }
         if m_new == F::INFINITY {
             let mut k = 0usize;
@@ -150,18 +185,23 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
                     m: F::INFINITY,
                     ..next
                 },
-                alpha,
+                Rescale::of(alpha),
             );
         }
         // Finite m': α from the exact shift, the weights as in every kernel.
-        let alpha = if self.m == F::NEG_INFINITY {
-            F::ZERO
+        let rescale = if self.m == F::NEG_INFINITY {
+            Rescale::of(F::ZERO)
         } else if self.m == m_new {
-            F::ONE
+            Rescale::of(F::ONE)
         } else {
             let (h, l) = Unit.shift(self.m, m_new);
-            B::exp_pow2(h, l, 0)
+            if exact {
+                Rescale::exp::<B>(h, l)
+            } else {
+                Rescale::of(B::exp_pow2(h, l, 0))
+            }
         };
+        let alpha = rescale.value();
         let mut sum = TermSum::new();
         for block in scores.chunks_mut(kernel::TERM_BLOCK) {
             for s in block.iter_mut() {
@@ -180,7 +220,7 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
                 lo,
                 backend: PhantomData,
             },
-            alpha,
+            rescale,
         )
     }
 
@@ -296,5 +336,87 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
         } else {
             self.m
         }
+    }
+}
+
+/// A rescale factor of an accumulator, `α = factor·2^exp`, kept in two parts so that an `α`
+/// below the smallest float (a sink logit far above every score) still scales an accumulator
+/// whose product with it is representable: [`scale`](Self::scale) applies the power of two last.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{OnlineSoftmax, backend::Poly};
+/// let mut st = OnlineSoftmax::<f64, _>::new(Poly);
+/// st.update(&mut [0.0]);
+/// let (_, r) = st.update_sink(1.0);
+/// assert!((r.value() - (-1.0f64).exp()).abs() < 1e-16);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rescale<F> {
+    factor: F,
+    exp: i32,
+}
+
+impl<F: Float> Rescale<F> {
+    /// `α = a` (no separate power of two).
+    #[inline(always)]
+    fn of(a: F) -> Self {
+        Rescale { factor: a, exp: 0 }
+    }
+
+    /// `e^(hi + lo)` for the exact shift `hi + lo < 0`, as `factor·2^n`: `n` an even number
+    /// near `hi·log2 e`, so that `factor` is a normal number (in [0.35, 2.9)) computed by the
+    /// backend's `exp_pow2` exactly as it computes every kernel's terms (rounding `hi·log2 e` the
+    /// same way, since the offset is even), and `factor·2^n` equals `exp_pow2(hi, lo, 0)` bit
+    /// for bit wherever that is a normal number. `α` is 0 when `hi` is so far below zero that
+    /// `α` times any finite value underflows.
+    #[inline(always)]
+    fn exp<B: Backend<F>>(hi: F, lo: F) -> Self {
+        // Below this, α·MAX < half the smallest subnormal.
+        let floor = -(F::FINITE_EXP_MAX - F::NORMAL_EXP_MIN + F::SIGNIFICAND_BITS + 2);
+        let n = ((hi * F::LOG2E + F::MAGIC) - F::MAGIC).to_i32();
+        if n < floor {
+            return Rescale::of(F::ZERO);
+        }
+        let even = n & !1;
+        Rescale {
+            factor: B::exp_pow2(hi, lo, -even),
+            exp: even,
+        }
+    }
+
+    /// `α` as one number, rounded once (subnormal or 0 where it is that small).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use softmax_core::{OnlineSoftmax, backend::Poly};
+    /// let mut st = OnlineSoftmax::<f32, _>::new(Poly);
+    /// st.update(&mut [0.0]);
+    /// assert_eq!(st.update_sink(-1.0).1.value(), 1.0); // the maximum did not move
+    /// ```
+    #[inline(always)]
+    pub fn value(self) -> F {
+        ldexp(self.factor, self.exp)
+    }
+
+    /// `x·α·by` (`by` typically the final `1/sum`): `(x·factor)·by`, then the power of two,
+    /// so that a result far below the range of `α` alone is still correctly rounded. Accuracy:
+    /// two roundings (relative `2⁻²⁴` each in f32), plus half a subnormal quantum when the
+    /// result is subnormal.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use softmax_core::{OnlineSoftmax, backend::Poly};
+    /// let mut st = OnlineSoftmax::<f32, _>::new(Poly);
+    /// st.update(&mut [0.0]);
+    /// let (_, r) = st.update_sink(0.0); // two equal candidates: α = 1, sum 2
+    /// assert_eq!(r.scale(5.0, st.inv_sum()), 2.5);
+    /// ```
+    #[inline(always)]
+    pub fn scale(self, x: F, by: F) -> F {
+        ldexp((x * self.factor) * by, self.exp)
     }
 }
