@@ -46,12 +46,12 @@ pub fn core_log_softmax<B: Backend<f32>>(x: &[f32], y: &mut [f32], n: usize) {
 
 /// softmax-core's explicitly chosen fast variant ([`softmax_core::fast`]).
 pub fn core_fast_softmax(x: &[f32], y: &mut [f32], n: usize) {
-    let _ = softmax_core::fast::softmax(x, y, n);
+    let _ = softmax_core::fast::softmax(x, y, &softmax_core::Rows::new(n));
 }
 
 /// The fast variant's log_softmax.
 pub fn core_fast_log_softmax(x: &[f32], y: &mut [f32], n: usize) {
-    let _ = softmax_core::fast::log_softmax(x, y, n);
+    let _ = softmax_core::fast::log_softmax(x, y, &softmax_core::Rows::new(n));
 }
 
 /// A batch kernel: `(x, y, n)`.

@@ -336,7 +336,7 @@ fn fast_variant(out: &mut impl Write) -> std::io::Result<()> {
         rows::softmax(Poly, &x, y, &spec).expect("valid batch")
     })?;
     run("fast::softmax (FMA, shift rounded)", &mut |y| {
-        softmax_core::fast::softmax(&x, y, n).expect("valid batch")
+        softmax_core::fast::softmax(&x, y, &softmax_core::Rows::new(n)).expect("valid batch")
     })?;
     writeln!(
         out,

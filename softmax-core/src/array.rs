@@ -5,9 +5,11 @@
 #![forbid(unsafe_code)]
 
 use crate::backend::Backend;
+use crate::error::{check_noise, check_temperature, Error};
+use crate::float::Float;
+use crate::kernel::with_scale;
 use crate::kernel::{Bias, InPlace, Keep, OutOfPlace, Plain, Unit};
-use crate::spec::{check_noise, check_temperature, with_scale};
-use crate::{row, simd, Error, Float};
+use crate::{op, simd};
 
 /// Compile-time guard: a row must have at least one entry.
 struct NonEmpty<const N: usize>;
@@ -30,7 +32,7 @@ pub fn softmax<F: Float, B: Backend<F>, const N: usize>(_backend: B, x: &[F; N])
     simd::exec(
         #[inline(always)]
         || {
-            row::softmax::<F, B, _>(
+            op::softmax::<F, B, _>(
                 OutOfPlace {
                     src: Plain(x),
                     out: &mut y,
@@ -64,7 +66,7 @@ pub fn softmax_with_temperature<F: Float, B: Backend<F>, const N: usize>(
     let () = NonEmpty::<N>::OK;
     check_temperature(temperature)?;
     let mut y = [F::ZERO; N];
-    with_scale!(temperature, |s| row::softmax::<F, B, _>(
+    with_scale!(temperature, |s| op::softmax::<F, B, _>(
         OutOfPlace {
             src: Plain(x),
             out: &mut y
@@ -89,7 +91,7 @@ pub fn log_softmax<F: Float, B: Backend<F>, const N: usize>(_backend: B, x: &[F;
     simd::exec(
         #[inline(always)]
         || {
-            row::log_softmax::<F, B, _, _>(
+            op::log_softmax::<F, B, _, _>(
                 OutOfPlace {
                     src: Plain(x),
                     out: &mut y,
@@ -113,7 +115,7 @@ pub fn logsumexp<F: Float, B: Backend<F>, const N: usize>(_backend: B, x: &[F; N
     let () = NonEmpty::<N>::OK;
     simd::exec(
         #[inline(always)]
-        || row::logsumexp::<F, B, _, _>(Plain(x), Unit),
+        || op::logsumexp::<F, B, _, _>(Plain(x), Unit),
     )
 }
 
@@ -137,7 +139,7 @@ pub fn entropy<F: Float, B: Backend<F>, const N: usize>(
 ) -> Result<F, Error> {
     let () = NonEmpty::<N>::OK;
     check_temperature(temperature)?;
-    Ok(with_scale!(temperature, |s| row::entropy::<F, B, _, _>(
+    Ok(with_scale!(temperature, |s| op::entropy::<F, B, _, _>(
         Plain(x),
         s
     )))
@@ -157,7 +159,7 @@ pub fn sparsemax<F: Float, const N: usize>(x: &[F; N]) -> [F; N] {
     simd::exec(
         #[inline(always)]
         || {
-            row::sparsemax(
+            op::sparsemax(
                 OutOfPlace {
                     src: Plain(x),
                     out: &mut y,
@@ -179,7 +181,7 @@ pub fn sparsemax<F: Float, const N: usize>(x: &[F; N]) -> [F; N] {
 /// ```
 pub fn argmax<F: Float, const N: usize>(x: &[F; N]) -> usize {
     let () = NonEmpty::<N>::OK;
-    row::argmax(x).unwrap_or(0)
+    op::argmax(x).unwrap_or(0)
 }
 
 /// Hard max (one-hot of argmax) of a fixed-size row. As [`hardmax`](crate::hardmax).
@@ -193,7 +195,7 @@ pub fn argmax<F: Float, const N: usize>(x: &[F; N]) -> usize {
 pub fn hardmax<F: Float, const N: usize>(x: &[F; N]) -> [F; N] {
     let () = NonEmpty::<N>::OK;
     let mut y = [F::ZERO; N];
-    crate::ops::hardmax_row(x, &mut y);
+    op::hardmax_row(x, &mut y);
     y
 }
 
@@ -211,7 +213,7 @@ pub fn softmax_vjp<F: Float, const N: usize>(y: &[F; N], dy: &[F; N]) -> [F; N] 
     let mut dx = [F::ZERO; N];
     simd::exec(
         #[inline(always)]
-        || row::softmax_vjp(y, dy, &mut dx, F::ONE),
+        || op::softmax_vjp(y, dy, &mut dx, F::ONE),
     );
     dx
 }
@@ -236,7 +238,7 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>, const N: usize>(
     let mut dx = [F::ZERO; N];
     simd::exec(
         #[inline(always)]
-        || row::log_softmax_vjp::<F, B>(y, dy, &mut dx, F::ONE),
+        || op::log_softmax_vjp::<F, B>(y, dy, &mut dx, F::ONE),
     );
     dx
 }
@@ -255,7 +257,7 @@ pub fn softmax_in_place<F: Float, B: Backend<F>, const N: usize>(_backend: B, xy
     let () = NonEmpty::<N>::OK;
     simd::exec(
         #[inline(always)]
-        || row::softmax::<F, B, _>(InPlace(xy), Unit),
+        || op::softmax::<F, B, _>(InPlace(xy), Unit),
     );
 }
 
@@ -274,7 +276,7 @@ pub fn log_softmax_in_place<F: Float, B: Backend<F>, const N: usize>(_backend: B
     let () = NonEmpty::<N>::OK;
     simd::exec(
         #[inline(always)]
-        || row::log_softmax::<F, B, _, _>(InPlace(xy), Unit),
+        || op::log_softmax::<F, B, _, _>(InPlace(xy), Unit),
     );
 }
 
@@ -296,7 +298,7 @@ pub fn kl_divergence<F: Float, B: Backend<F>, const N: usize>(
     let () = NonEmpty::<N>::OK;
     simd::exec(
         #[inline(always)]
-        || row::kl::<F, B, _, _>(Plain(p_logits), Plain(q_logits), Unit),
+        || op::kl::<F, B, _, _>(Plain(p_logits), Plain(q_logits), Unit),
     )
 }
 
@@ -320,7 +322,7 @@ pub fn masked_softmax<F: Float, B: Backend<F>, const N: usize>(
     simd::exec(
         #[inline(always)]
         || {
-            row::softmax::<F, B, _>(
+            op::softmax::<F, B, _>(
                 OutOfPlace {
                     src: Keep(x, keep),
                     out: &mut y,
@@ -352,7 +354,7 @@ pub fn softmax_with_bias<F: Float, B: Backend<F>, const N: usize>(
     simd::exec(
         #[inline(always)]
         || {
-            row::softmax::<F, B, _>(
+            op::softmax::<F, B, _>(
                 OutOfPlace {
                     src: Bias(x, bias),
                     out: &mut y,
@@ -378,7 +380,7 @@ pub fn sparsemax_vjp<F: Float, const N: usize>(y: &[F; N], dy: &[F; N]) -> [F; N
     let mut dx = [F::ZERO; N];
     simd::exec(
         #[inline(always)]
-        || row::sparsemax_vjp(y, dy, &mut dx, F::ONE),
+        || op::sparsemax_vjp(y, dy, &mut dx, F::ONE),
     );
     dx
 }
@@ -402,7 +404,7 @@ pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>, const N: usize>(
     let mut dx = [F::ZERO; N];
     simd::exec(
         #[inline(always)]
-        || row::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, &mut dx, F::ONE),
+        || op::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, &mut dx, F::ONE),
     );
     dx
 }
@@ -432,7 +434,7 @@ pub fn gumbel_softmax<F: Float, B: Backend<F>, const N: usize>(
     check_temperature(temperature)?;
     check_noise(uniform)?;
     let mut y = [F::ZERO; N];
-    with_scale!(temperature, |s| row::gumbel::<F, B, _, _>(
+    with_scale!(temperature, |s| op::gumbel::<F, B, _, _>(
         Plain(x),
         uniform,
         hard,
@@ -464,7 +466,7 @@ pub fn temperature_for_entropy<F: Float, B: Backend<F>, const N: usize>(
     let () = NonEmpty::<N>::OK;
     simd::exec(
         #[inline(always)]
-        || row::temperature_for_entropy::<F, B, _>(Plain(x), target),
+        || op::temperature_for_entropy::<F, B, _>(Plain(x), target),
     )
 }
 

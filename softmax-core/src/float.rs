@@ -7,15 +7,21 @@ use core::fmt::{Debug, Display};
 use core::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 
 pub(crate) mod private {
-    use crate::backend::{Backend, Poly};
-
-    /// Seals [`Float`](super::Float); also carries the crate-internal per-type helpers.
+    /// Seals [`Float`](super::Float); also carries the crate-internal per-type constants and
+    /// helpers. It knows nothing of the layers above (backends, dispatch, products).
     pub trait Sealed: Sized + Copy {
-        /// Standard Gumbel noise `−ln(−ln u)` from `u` in (0, 1), always with this crate's own
-        /// `ln` (<= 1 ULP), whatever backend the caller picked: near `u → 1` the inner
-        /// `ln u ≈ u − 1` must be accurate relative to itself, which an approximate `ln` with an
-        /// absolute error bound is not (it would bias the sampled distribution).
-        fn gumbel_noise(u: Self) -> Self;
+        /// The slice itself when `Self` is `f32` (`None` for `f64`): how generic code reaches a
+        /// kernel written for f32 only (the hand-scheduled AVX2 products) without a bound of
+        /// its own.
+        #[inline(always)]
+        fn as_f32(_x: &[Self]) -> Option<&[f32]> {
+            None
+        }
+        /// [`as_f32`](Self::as_f32), mutable.
+        #[inline(always)]
+        fn as_f32_mut(_x: &mut [Self]) -> Option<&mut [f32]> {
+            None
+        }
 
         /// 1.5·2^(p−1) (p the significand precision): adding it rounds to an integer and leaves
         /// that integer in the low significand bits.
@@ -30,7 +36,7 @@ pub(crate) mod private {
         /// The binary exponent the reference-point exps give the row maximum: its term is
         /// `2^TOP·e^δ` with |δ| <= ln2/2, so a sum of up to 2^64 terms cannot overflow.
         const TOP: i32;
-        /// Terms below `2^TINY` are returned as 0 by [`Backend::exp_pow2`](crate::backend::Backend::exp_pow2):
+        /// Terms below `2^TINY` are returned as 0 by the backends' `exp_pow2`:
         /// relative to a sum of at least `2^(TOP−1)` they lie below half the smallest subnormal
         /// output, and above it every term is a normal number.
         const TINY: i32;
@@ -47,44 +53,15 @@ pub(crate) mod private {
         const SIGNIFICAND_BITS: i32;
         /// `self` rounded to an `i32` (saturating; NaN gives 0).
         fn to_i32(self) -> i32;
-        /// `linalg::matmul_nt_unchecked` through an architecture's hand-scheduled copy (same
-        /// bits), if this type and the current `simd` level have one; `false` if not taken.
-        #[inline(always)]
-        fn matmul_nt_fast(_a: &[Self], _b: &[Self], _k: usize, _c: &mut [Self]) -> bool {
-            false
-        }
-        /// `linalg::matmul_nn_unchecked` likewise.
-        #[inline(always)]
-        fn matmul_nn_fast(
-            _a: &[Self],
-            _b: &[Self],
-            _n: usize,
-            _k: usize,
-            _c: &mut [Self],
-            _accumulate: bool,
-        ) -> bool {
-            false
-        }
     }
     impl Sealed for f32 {
         #[inline(always)]
-        fn matmul_nt_fast(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> bool {
-            crate::simd::matmul_nt_f32(a, b, k, c)
+        fn as_f32(x: &[f32]) -> Option<&[f32]> {
+            Some(x)
         }
         #[inline(always)]
-        fn matmul_nn_fast(
-            a: &[f32],
-            b: &[f32],
-            n: usize,
-            k: usize,
-            c: &mut [f32],
-            accumulate: bool,
-        ) -> bool {
-            crate::simd::matmul_nn_f32(a, b, n, k, c, accumulate)
-        }
-        #[inline(always)]
-        fn gumbel_noise(u: f32) -> f32 {
-            -<Poly as Backend<f32>>::ln(-<Poly as Backend<f32>>::ln(u))
+        fn as_f32_mut(x: &mut [f32]) -> Option<&mut [f32]> {
+            Some(x)
         }
         const MAGIC: f32 = 12_582_912.0;
         const LOG2E: f32 = core::f32::consts::LOG2_E;
@@ -107,10 +84,6 @@ pub(crate) mod private {
         }
     }
     impl Sealed for f64 {
-        #[inline(always)]
-        fn gumbel_noise(u: f64) -> f64 {
-            -<Poly as Backend<f64>>::ln(-<Poly as Backend<f64>>::ln(u))
-        }
         const MAGIC: f64 = 6_755_399_441_055_744.0;
         const LOG2E: f64 = core::f64::consts::LOG2_E;
         /// 32 significant bits (0x3fe62e42fee00000).

@@ -15,8 +15,8 @@
 #![forbid(unsafe_code)]
 
 use crate::backend::Backend;
+use crate::float::Float;
 use crate::float::{fast_two_sum, select, two_sum};
-use crate::Float;
 
 /// Fixed number of accumulator lanes in every reduction. It is part of the numeric contract:
 /// changing it changes result bits (not accuracy).
@@ -268,6 +268,29 @@ impl<F: Float> Scale<F> for Scaled<F> {
         self.h < F::ONE
     }
 }
+
+/// Runs `$body` with `$s` bound to the temperature mode for τ (already validated): τ = 1 → no
+/// scaling at all (the fast path), otherwise the exact shift divided by τ. The body runs at the
+/// dispatched machine-code level ([`simd`](crate::simd)).
+macro_rules! with_scale {
+    ($tau:expr, |$s:ident| $body:expr) => {{
+        let tau = $tau;
+        if tau == F::ONE {
+            let $s = $crate::kernel::Unit;
+            $crate::simd::exec(
+                #[inline(always)]
+                || $body,
+            )
+        } else {
+            let $s = $crate::kernel::Scaled::new(tau);
+            $crate::simd::exec(
+                #[inline(always)]
+                || $body,
+            )
+        }
+    }};
+}
+pub(crate) use with_scale;
 
 /// `1/(hi + lo)` with the low part folded in.
 #[inline(always)]
@@ -556,14 +579,8 @@ pub(crate) fn count_pos_inf<F: Float, L: Load<F>>(src: L) -> usize {
 ///
 /// Inlined into the x86_64 kernels (it is on the critical path of every log_softmax row: 5%
 /// of a 16-value row's time as a call), a call elsewhere (code size on small targets).
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline)]
 pub(crate) fn ln_sum<F: Float, B: Backend<F>>(hi: F, lo: F) -> F {
     if hi >= F::HALF && hi <= F::TWO {
         let t = (hi - F::ONE) + lo;
@@ -596,7 +613,7 @@ pub(crate) const TERM_BLOCK: usize = TERM_LANES * BLOCK;
 /// Whether the target sums lane-parallel (a vector unit keeps the lanes in registers) or
 /// lane-major (a scalar core keeps one accumulator in a register and strides through the
 /// block). Both add the same values in the same order into each lane: the bits are the same.
-const LANE_PARALLEL: bool = cfg!(any(
+pub(crate) const LANE_PARALLEL: bool = cfg!(any(
     all(target_arch = "x86_64", target_feature = "sse2"),
     target_arch = "aarch64"
 ));

@@ -125,92 +125,30 @@
 
 pub mod array;
 pub mod backend;
+pub mod chunks;
+mod error;
 pub mod fast;
 mod float;
 mod kernel;
 pub mod linalg;
 mod lse;
 mod online;
-mod ops;
-mod row;
+mod op;
 pub mod rows;
 pub mod simd;
+mod slice;
 mod spec;
 pub mod special;
 
+pub use error::Error;
 pub use float::Float;
 pub use kernel::LANES;
 pub use lse::LogSumExp;
 pub use online::{OnlineSoftmax, Rescale};
-pub use ops::{
+pub use slice::{
     argmax, entropy, gumbel_softmax, hardmax, kl_divergence, log_softmax, log_softmax_in_place,
     log_softmax_vjp, log_softmax_vjp_from_logits, logsumexp, masked_softmax, softmax,
     softmax_in_place, softmax_lse, softmax_lse_in_place, softmax_vjp, softmax_with_bias,
     softmax_with_temperature, sparsemax, sparsemax_vjp, temperature_for_entropy,
 };
 pub use spec::{Mask, Rows};
-
-/// What can go wrong: structural problems with the arguments, never the values in them (those
-/// follow the edge semantics above).
-///
-/// # Examples
-///
-/// ```
-/// use softmax_core::{softmax, Error, backend::Poly};
-/// let mut y = [0.0f32; 2];
-/// assert_eq!(softmax(Poly, &[1.0, 2.0, 3.0], &mut y), Err(Error::LengthMismatch { expected: 3, found: 2 }));
-/// assert_eq!(softmax::<f32, _>(Poly, &[], &mut []), Err(Error::EmptyRow));
-/// ```
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Error {
-    /// A row has no entries (`n = 0`, or an empty single row).
-    EmptyRow,
-    /// A buffer's length is not what the other arguments imply.
-    LengthMismatch {
-        /// The length required.
-        expected: usize,
-        /// The length given.
-        found: usize,
-    },
-    /// A batch's length is not a whole number of rows.
-    RaggedBatch {
-        /// The length given.
-        len: usize,
-        /// The row length.
-        n: usize,
-    },
-    /// The temperature is not a positive finite number.
-    InvalidTemperature,
-    /// Gumbel noise outside the open interval (0, 1).
-    InvalidNoise,
-    /// [`temperature_for_entropy`]: the target entropy is not strictly between `ln k` and `ln n`
-    /// (or the row's entropy does not depend on τ: NaN or `+inf` entries).
-    EntropyOutOfRange,
-}
-
-impl core::fmt::Display for Error {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Error::EmptyRow => f.write_str("row has no entries"),
-            Error::LengthMismatch { expected, found } => {
-                write!(f, "length mismatch: expected {expected}, found {found}")
-            }
-            Error::RaggedBatch { len, n } => {
-                write!(
-                    f,
-                    "batch of {len} values is not a whole number of rows of {n}"
-                )
-            }
-            Error::InvalidTemperature => f.write_str("temperature must be positive and finite"),
-            Error::InvalidNoise => {
-                f.write_str("uniform noise must lie in the open interval (0, 1)")
-            }
-            Error::EntropyOutOfRange => {
-                f.write_str("target entropy is outside the range softmax(x/τ) can reach")
-            }
-        }
-    }
-}
-
-impl core::error::Error for Error {}

@@ -6,9 +6,10 @@
 use core::marker::PhantomData;
 
 use crate::backend::Backend;
+use crate::error::{check_len, Error};
+use crate::float::Float;
 use crate::float::{select, two_sum};
 use crate::kernel::{self, Load, Plain, Scale, Unit};
-use crate::Float;
 
 /// Running log-sum-exp of a stream of values.
 ///
@@ -113,14 +114,8 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
 
     /// The state of a whole row read through a load and a temperature mode: one max pass and,
     /// if the max is finite, one exp-sum pass. Out of line: several kernels call it.
-    #[cfg_attr(
-        all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-        inline(always)
-    )]
-    #[cfg_attr(
-        not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-        inline(never)
-    )]
+    #[cfg_attr(softmax_dispatch, inline(always))]
+    #[cfg_attr(not(softmax_dispatch), inline(never))]
     pub(crate) fn of_row<L: Load<F>, S: Scale<F>>(src: L, s: S) -> Self {
         let sc = kernel::scan(src);
         if sc.nan {
@@ -347,14 +342,8 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// let exact = (-40.0f64).exp(); // ln(1 + e^-40) ≈ e^-40
     /// assert!((s.ln_sum() - exact).abs() <= exact * 1e-15);
     /// ```
-    #[cfg_attr(
-        all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-        inline(always)
-    )]
-    #[cfg_attr(
-        not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-        inline
-    )]
+    #[cfg_attr(softmax_dispatch, inline(always))]
+    #[cfg_attr(not(softmax_dispatch), inline)]
     pub fn ln_sum(&self) -> F {
         if self.max.is_nan() {
             F::NAN
@@ -469,8 +458,8 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// assert!((p[1] - 0.643_914_2).abs() < 1e-6);
     /// # Ok::<(), softmax_core::Error>(())
     /// ```
-    pub fn probs(&self, x: &[F], out: &mut [F]) -> Result<(), crate::Error> {
-        crate::spec::check_len(x.len(), out.len())?;
+    pub fn probs(&self, x: &[F], out: &mut [F]) -> Result<(), Error> {
+        check_len(x.len(), out.len())?;
         let st = *self;
         crate::simd::exec(
             #[inline(always)]
@@ -509,8 +498,8 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// assert_eq!(lp, [-core::f64::consts::LN_2, f64::NEG_INFINITY]);
     /// # Ok::<(), softmax_core::Error>(())
     /// ```
-    pub fn log_probs(&self, x: &[F], out: &mut [F]) -> Result<(), crate::Error> {
-        crate::spec::check_len(x.len(), out.len())?;
+    pub fn log_probs(&self, x: &[F], out: &mut [F]) -> Result<(), Error> {
+        check_len(x.len(), out.len())?;
         let st = *self;
         crate::simd::exec(
             #[inline(always)]

@@ -14,9 +14,9 @@
 use core::marker::PhantomData;
 
 use crate::backend::Backend;
+use crate::float::Float;
 use crate::float::{ldexp, select, two_sum};
 use crate::kernel::{self, Scale, TermSum, Unit};
-use crate::Float;
 
 /// Running maximum and sum of `e^(s − max)` over the scores seen so far, for the online softmax
 /// of attention.

@@ -7,11 +7,13 @@
 #![forbid(unsafe_code)]
 
 use crate::backend::Backend;
-use crate::kernel::{InPlace, Load, OutOfPlace};
-use crate::spec::{
-    check_len, check_noise, dispatch, rows3, with_scale, RowIter, RowIterMut, RowMask,
-};
-use crate::{row, simd, Error, Float, Mask, Rows};
+use crate::chunks::{chunks, chunks3, chunks_mut};
+use crate::error::{check_len, check_noise, Error};
+use crate::float::Float;
+use crate::kernel::{with_scale, InPlace, Load, OutOfPlace};
+use crate::op;
+use crate::simd;
+use crate::spec::{dispatch, Mask, RowMask, Rows};
 
 /// softmax over each row of `x` into `y`, with the spec's temperature and mask.
 /// Per-row semantics and accuracy as [`softmax`](crate::softmax) /
@@ -43,8 +45,8 @@ pub fn softmax<F: Float, B: Backend<F>>(
     check_len(x.len(), y.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        for ((xr, yr), m) in RowIter::new(x, n).zip(RowIterMut::new(y, n)).zip(masks) {
-            row::softmax::<F, B, _>(
+        for ((xr, yr), m) in chunks(x, n).zip(chunks_mut(y, n)).zip(masks) {
+            op::softmax::<F, B, _>(
                 OutOfPlace {
                     src: m.load(xr),
                     out: yr,
@@ -82,8 +84,8 @@ pub fn log_softmax<F: Float, B: Backend<F>>(
     check_len(x.len(), y.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        for ((xr, yr), m) in RowIter::new(x, n).zip(RowIterMut::new(y, n)).zip(masks) {
-            row::log_softmax::<F, B, _, _>(
+        for ((xr, yr), m) in chunks(x, n).zip(chunks_mut(y, n)).zip(masks) {
+            op::log_softmax::<F, B, _, _>(
                 OutOfPlace {
                     src: m.load(xr),
                     out: yr,
@@ -120,8 +122,8 @@ pub fn softmax_in_place<F: Float, B: Backend<F>>(
     apply_mask_in_place(xy, spec);
     let n = spec.n();
     with_scale!(spec.temperature(), |s| {
-        for r in RowIterMut::new(xy, n) {
-            row::softmax::<F, B, _>(InPlace(r), s);
+        for r in chunks_mut(xy, n) {
+            op::softmax::<F, B, _>(InPlace(r), s);
         }
     });
     Ok(())
@@ -151,8 +153,8 @@ pub fn log_softmax_in_place<F: Float, B: Backend<F>>(
     apply_mask_in_place(xy, spec);
     let n = spec.n();
     with_scale!(spec.temperature(), |s| {
-        for r in RowIterMut::new(xy, n) {
-            row::log_softmax::<F, B, _, _>(InPlace(r), s);
+        for r in chunks_mut(xy, n) {
+            op::log_softmax::<F, B, _, _>(InPlace(r), s);
         }
     });
     Ok(())
@@ -206,8 +208,8 @@ pub fn logsumexp<F: Float, B: Backend<F>>(
     check_len(r, out.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        for ((xr, o), m) in RowIter::new(x, n).zip(out.iter_mut()).zip(masks) {
-            *o = row::logsumexp::<F, B, _, _>(m.load(xr), s);
+        for ((xr, o), m) in chunks(x, n).zip(out.iter_mut()).zip(masks) {
+            *o = op::logsumexp::<F, B, _, _>(m.load(xr), s);
         }
     });
     Ok(())
@@ -239,8 +241,8 @@ pub fn entropy<F: Float, B: Backend<F>>(
     check_len(r, out.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        for ((xr, o), m) in RowIter::new(x, n).zip(out.iter_mut()).zip(masks) {
-            *o = row::entropy::<F, B, _, _>(m.load(xr), s);
+        for ((xr, o), m) in chunks(x, n).zip(out.iter_mut()).zip(masks) {
+            *o = op::entropy::<F, B, _, _>(m.load(xr), s);
         }
     });
     Ok(())
@@ -273,9 +275,9 @@ pub fn kl_divergence<F: Float, B: Backend<F>>(
     check_len(r, out.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        let pairs = RowIter::new(p, n).zip(RowIter::new(q, n));
+        let pairs = chunks(p, n).zip(chunks(q, n));
         for (((pr, qr), o), m) in pairs.zip(out.iter_mut()).zip(masks) {
-            *o = row::kl::<F, B, _, _>(m.load(pr), m.load(qr), s);
+            *o = op::kl::<F, B, _, _>(m.load(pr), m.load(qr), s);
         }
     });
     Ok(())
@@ -312,8 +314,8 @@ pub fn softmax_vjp<F: Float>(
     simd::exec(
         #[inline(always)]
         || {
-            for ((y, dy), dx) in rows3(y, dy, dx, n) {
-                row::softmax_vjp(y, dy, dx, spec.temperature());
+            for ((y, dy), dx) in chunks3(y, dy, dx, n) {
+                op::softmax_vjp(y, dy, dx, spec.temperature());
             }
         },
     );
@@ -355,8 +357,8 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
     simd::exec(
         #[inline(always)]
         || {
-            for ((y, dy), dx) in rows3(y, dy, dx, n) {
-                row::log_softmax_vjp::<F, B>(y, dy, dx, spec.temperature());
+            for ((y, dy), dx) in chunks3(y, dy, dx, n) {
+                op::log_softmax_vjp::<F, B>(y, dy, dx, spec.temperature());
             }
         },
     );
@@ -398,9 +400,9 @@ pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>>(
     check_len(x.len(), dx.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        let rows = rows3(x, dy, dx, n);
+        let rows = chunks3(x, dy, dx, n);
         for (((xr, dyr), dxr), m) in rows.zip(masks) {
-            row::log_softmax_vjp_logits::<F, B, _, _>(m.load(xr), s, dyr, dxr, spec.temperature());
+            op::log_softmax_vjp_logits::<F, B, _, _>(m.load(xr), s, dyr, dxr, spec.temperature());
         }
     });
     Ok(())
@@ -426,8 +428,8 @@ pub fn sparsemax<F: Float>(x: &[F], y: &mut [F], spec: &Rows<'_, F>) -> Result<(
     check_len(x.len(), y.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        for ((xr, yr), m) in RowIter::new(x, n).zip(RowIterMut::new(y, n)).zip(masks) {
-            row::sparsemax(
+        for ((xr, yr), m) in chunks(x, n).zip(chunks_mut(y, n)).zip(masks) {
+            op::sparsemax(
                 OutOfPlace {
                     src: m.load(xr),
                     out: yr,
@@ -469,8 +471,8 @@ pub fn sparsemax_vjp<F: Float>(
     simd::exec(
         #[inline(always)]
         || {
-            for ((y, dy), dx) in rows3(y, dy, dx, n) {
-                row::sparsemax_vjp(y, dy, dx, spec.temperature());
+            for ((y, dy), dx) in chunks3(y, dy, dx, n) {
+                op::sparsemax_vjp(y, dy, dx, spec.temperature());
             }
         },
     );
@@ -500,8 +502,8 @@ pub fn argmax<F: Float>(x: &[F], out: &mut [usize], spec: &Rows<'_, F>) -> Resul
     check_len(r, out.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, _s| {
-        for ((xr, o), m) in RowIter::new(x, n).zip(out.iter_mut()).zip(masks) {
-            *o = row::argmax_iter(m.load(xr).iter()).unwrap_or(0);
+        for ((xr, o), m) in chunks(x, n).zip(out.iter_mut()).zip(masks) {
+            *o = op::argmax_iter(m.load(xr).iter()).unwrap_or(0);
         }
     });
     Ok(())
@@ -527,11 +529,11 @@ pub fn hardmax<F: Float>(x: &[F], y: &mut [F], spec: &Rows<'_, F>) -> Result<(),
     check_len(x.len(), y.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, _s| {
-        for ((xr, yr), m) in RowIter::new(x, n).zip(RowIterMut::new(y, n)).zip(masks) {
+        for ((xr, yr), m) in chunks(x, n).zip(chunks_mut(y, n)).zip(masks) {
             for (o, v) in yr.iter_mut().zip(m.load(xr).iter()) {
                 *o = v;
             }
-            row::hardmax_in_place(yr);
+            op::hardmax_in_place(yr);
         }
     });
     Ok(())
@@ -572,9 +574,9 @@ pub fn gumbel_softmax<F: Float, B: Backend<F>>(
     check_noise(uniform)?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        let rows = rows3(x, uniform, y, n);
+        let rows = chunks3(x, uniform, y, n);
         for (((xr, ur), yr), m) in rows.zip(masks) {
-            row::gumbel::<F, B, _, _>(m.load(xr), ur, hard, yr, s);
+            op::gumbel::<F, B, _, _>(m.load(xr), ur, hard, yr, s);
         }
     });
     Ok(())
@@ -617,8 +619,8 @@ pub fn temperature_for_entropy<F: Float, B: Backend<F>>(
     let n = spec.n();
     let mut result = Ok(());
     dispatch!(spec, |masks, _s| {
-        for ((xr, o), m) in RowIter::new(x, n).zip(out.iter_mut()).zip(masks) {
-            *o = match row::temperature_for_entropy::<F, B, _>(m.load(xr), target) {
+        for ((xr, o), m) in chunks(x, n).zip(out.iter_mut()).zip(masks) {
+            *o = match op::temperature_for_entropy::<F, B, _>(m.load(xr), target) {
                 Ok(tau) => tau,
                 Err(e) => {
                     result = Err(e);

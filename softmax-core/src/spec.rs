@@ -3,8 +3,9 @@
 
 #![forbid(unsafe_code)]
 
+use crate::error::{check_len, check_temperature, Error};
+use crate::float::Float;
 use crate::kernel::{Bias, Keep, Load, Plain};
-use crate::{Error, Float};
 
 /// How the entries of each row are masked.
 ///
@@ -177,113 +178,6 @@ impl<'a, F: Float> Rows<'a, F> {
     }
 }
 
-/// `found == expected`, else [`Error::LengthMismatch`].
-#[inline]
-pub(crate) fn check_len(expected: usize, found: usize) -> Result<(), Error> {
-    if expected == found {
-        Ok(())
-    } else {
-        Err(Error::LengthMismatch { expected, found })
-    }
-}
-
-/// A single row must not be empty.
-#[inline]
-pub(crate) fn check_row(len: usize) -> Result<(), Error> {
-    if len == 0 {
-        Err(Error::EmptyRow)
-    } else {
-        Ok(())
-    }
-}
-
-/// τ must be positive and finite.
-#[inline]
-pub(crate) fn check_temperature<F: Float>(t: F) -> Result<(), Error> {
-    if t > F::ZERO && t.is_finite() {
-        Ok(())
-    } else {
-        Err(Error::InvalidTemperature)
-    }
-}
-
-/// Gumbel noise must lie in the open interval (0, 1).
-#[inline]
-pub(crate) fn check_noise<F: Float>(uniform: &[F]) -> Result<(), Error> {
-    if uniform.iter().all(|&u| u > F::ZERO && u < F::ONE) {
-        Ok(())
-    } else {
-        Err(Error::InvalidNoise)
-    }
-}
-
-/// Rows of `n` of a slice (none when `n == 0`); never panics.
-pub(crate) struct RowIter<'a, T> {
-    rest: &'a [T],
-    n: usize,
-}
-
-impl<'a, T> RowIter<'a, T> {
-    pub(crate) fn new(rest: &'a [T], n: usize) -> Self {
-        RowIter { rest, n }
-    }
-}
-
-impl<'a, T> Iterator for RowIter<'a, T> {
-    type Item = &'a [T];
-    #[inline]
-    fn next(&mut self) -> Option<&'a [T]> {
-        if self.n == 0 {
-            return None;
-        }
-        let (row, rest) = self.rest.split_at_checked(self.n)?;
-        self.rest = rest;
-        Some(row)
-    }
-}
-
-/// Mutable rows of `n` of a slice (none when `n == 0`); never panics.
-pub(crate) struct RowIterMut<'a, T> {
-    rest: &'a mut [T],
-    n: usize,
-}
-
-impl<'a, T> RowIterMut<'a, T> {
-    pub(crate) fn new(rest: &'a mut [T], n: usize) -> Self {
-        RowIterMut { rest, n }
-    }
-}
-
-impl<'a, T> Iterator for RowIterMut<'a, T> {
-    type Item = &'a mut [T];
-    #[inline]
-    fn next(&mut self) -> Option<&'a mut [T]> {
-        if self.n == 0 {
-            return None;
-        }
-        let rest = core::mem::take(&mut self.rest);
-        match rest.split_at_mut_checked(self.n) {
-            Some((row, rest)) => {
-                self.rest = rest;
-                Some(row)
-            }
-            None => None,
-        }
-    }
-}
-
-/// Rows of `n` of two inputs and one output, in step: `((a_row, b_row), out_row)`.
-pub(crate) fn rows3<'a, T>(
-    a: &'a [T],
-    b: &'a [T],
-    out: &'a mut [T],
-    n: usize,
-) -> impl Iterator<Item = ((&'a [T], &'a [T]), &'a mut [T])> {
-    RowIter::new(a, n)
-        .zip(RowIter::new(b, n))
-        .zip(RowIterMut::new(out, n))
-}
-
 /// The mask of one row, able to wrap that row's values into a [`Load`].
 pub(crate) trait RowMask<F: Float>: Copy {
     type L<'x>: Load<F>
@@ -345,29 +239,6 @@ impl<'m, F: Float> RowMask<F> for BiasRow<'m, F> {
     }
 }
 
-/// Runs `$body` with `$s` bound to the temperature mode for τ (already validated): τ = 1 → no
-/// scaling at all (the fast path), otherwise the exact shift divided by τ. The body runs at the
-/// dispatched machine-code level ([`simd`](crate::simd)).
-macro_rules! with_scale {
-    ($tau:expr, |$s:ident| $body:expr) => {{
-        let tau = $tau;
-        if tau == F::ONE {
-            let $s = $crate::kernel::Unit;
-            $crate::simd::exec(
-                #[inline(always)]
-                || $body,
-            )
-        } else {
-            let $s = $crate::kernel::Scaled::new(tau);
-            $crate::simd::exec(
-                #[inline(always)]
-                || $body,
-            )
-        }
-    }};
-}
-pub(crate) use with_scale;
-
 /// Runs `$body` once per (mask kind × temperature mode) combination of a validated spec, with
 /// `$masks` bound to an iterator of per-row [`RowMask`]s and `$s` to the temperature mode.
 macro_rules! dispatch {
@@ -375,16 +246,16 @@ macro_rules! dispatch {
         let spec = $spec;
         let n = spec.n();
         match spec.mask() {
-            $crate::Mask::None => $crate::spec::with_scale!(spec.temperature(), |$s| {
+            $crate::Mask::None => $crate::kernel::with_scale!(spec.temperature(), |$s| {
                 let $masks = core::iter::repeat($crate::spec::NoMask);
                 $body
             }),
-            $crate::Mask::Keep(k) => $crate::spec::with_scale!(spec.temperature(), |$s| {
-                let $masks = $crate::spec::RowIter::new(k, n).map($crate::spec::KeepRow);
+            $crate::Mask::Keep(k) => $crate::kernel::with_scale!(spec.temperature(), |$s| {
+                let $masks = $crate::chunks::chunks(k, n).map($crate::spec::KeepRow);
                 $body
             }),
-            $crate::Mask::Bias(b) => $crate::spec::with_scale!(spec.temperature(), |$s| {
-                let $masks = $crate::spec::RowIter::new(b, n).map($crate::spec::BiasRow);
+            $crate::Mask::Bias(b) => $crate::kernel::with_scale!(spec.temperature(), |$s| {
+                let $masks = $crate::chunks::chunks(b, n).map($crate::spec::BiasRow);
                 $body
             }),
         }

@@ -22,7 +22,7 @@
 #![forbid(unsafe_code)]
 
 use crate::backend::Backend;
-use crate::Float;
+use crate::float::Float;
 
 /// `ln(1 + t)` for `t >= -1`, accurate also for tiny `t` (Goldberg: `ln(u)·t/(u − 1)` with
 /// `u = fl(1 + t)`). `-inf` at `t = -1`, NaN below.

@@ -211,7 +211,7 @@ fn within_the_documented_bounds() {
             let x = row(&mut seed, n, kind);
             let (d, p, ln_s, mean) = reference(&x);
             let mut y = vec![0.0f32; n];
-            fast::softmax(&x, &mut y, n).unwrap();
+            fast::softmax(&x, &mut y, &softmax_core::Rows::new(n)).unwrap();
             for i in 0..n {
                 if p[i] >= 1e-30 {
                     let rel = (y[i] as f64 - p[i]).abs() / p[i];
@@ -227,7 +227,7 @@ fn within_the_documented_bounds() {
                 }
             }
             let mut y = vec![0.0f32; n];
-            fast::log_softmax(&x, &mut y, n).unwrap();
+            fast::log_softmax(&x, &mut y, &softmax_core::Rows::new(n)).unwrap();
             for i in 0..n {
                 let want = d[i] - ln_s;
                 if want.is_finite() {
@@ -243,7 +243,7 @@ fn within_the_documented_bounds() {
                 }
             }
             let mut out = [0.0f32];
-            fast::logsumexp(&x, &mut out, n).unwrap();
+            fast::logsumexp(&x, &mut out, &softmax_core::Rows::new(n)).unwrap();
             let m = x.iter().fold(f64::NEG_INFINITY, |a, &b| a.max(b as f64));
             let want = m + ln_s;
             let err = (out[0] as f64 - want).abs();
@@ -262,57 +262,88 @@ fn within_the_documented_bounds() {
 fn edge_semantics_are_the_crates() {
     let inf = f32::INFINITY;
     let mut y = [0.0f32; 4];
-    fast::softmax(&[1.0, inf, 0.0, inf], &mut y, 4).unwrap();
+    fast::softmax(&[1.0, inf, 0.0, inf], &mut y, &softmax_core::Rows::new(4)).unwrap();
     assert_eq!(y, [0.0, 0.5, 0.0, 0.5]);
-    fast::softmax(&[-inf; 4], &mut y, 4).unwrap();
+    fast::softmax(&[-inf; 4], &mut y, &softmax_core::Rows::new(4)).unwrap();
     assert_eq!(y, [0.0; 4]);
-    fast::log_softmax(&[-inf; 4], &mut y, 4).unwrap();
+    fast::log_softmax(&[-inf; 4], &mut y, &softmax_core::Rows::new(4)).unwrap();
     assert_eq!(y, [-inf; 4]);
-    fast::softmax(&[1.0, f32::NAN, 0.0, 2.0], &mut y, 4).unwrap();
+    fast::softmax(
+        &[1.0, f32::NAN, 0.0, 2.0],
+        &mut y,
+        &softmax_core::Rows::new(4),
+    )
+    .unwrap();
     assert!(y.iter().all(|v| v.is_nan()));
-    fast::log_softmax(&[1.0, f32::NAN, 0.0, 2.0], &mut y, 4).unwrap();
+    fast::log_softmax(
+        &[1.0, f32::NAN, 0.0, 2.0],
+        &mut y,
+        &softmax_core::Rows::new(4),
+    )
+    .unwrap();
     assert!(y.iter().all(|v| v.is_nan()));
     let mut out = [0.0f32; 2];
-    fast::logsumexp(&[-inf, -inf, 0.0, f32::NAN], &mut out, 2).unwrap();
+    fast::logsumexp(
+        &[-inf, -inf, 0.0, f32::NAN],
+        &mut out,
+        &softmax_core::Rows::new(2),
+    )
+    .unwrap();
     assert_eq!(out[0], -inf);
     assert!(out[1].is_nan());
     // Finite extremes.
-    fast::softmax(&[3.4e38, -3.4e38, 3.4e38, 0.0], &mut y, 4).unwrap();
+    fast::softmax(
+        &[3.4e38, -3.4e38, 3.4e38, 0.0],
+        &mut y,
+        &softmax_core::Rows::new(4),
+    )
+    .unwrap();
     assert_eq!(y, [0.5, 0.0, 0.5, 0.0]);
-    fast::softmax(&[1e-45, -1e-45, 0.0, 1e-40], &mut y, 4).unwrap();
+    fast::softmax(
+        &[1e-45, -1e-45, 0.0, 1e-40],
+        &mut y,
+        &softmax_core::Rows::new(4),
+    )
+    .unwrap();
     assert_eq!(y, [0.25; 4]);
     // Errors.
-    assert_eq!(fast::softmax(&[1.0], &mut [0.0], 0), Err(Error::EmptyRow));
     assert_eq!(
-        fast::softmax(&[1.0, 2.0, 3.0], &mut [0.0; 3], 2),
+        fast::softmax(&[1.0], &mut [0.0], &softmax_core::Rows::new(0)),
+        Err(Error::EmptyRow)
+    );
+    assert_eq!(
+        fast::softmax(&[1.0, 2.0, 3.0], &mut [0.0; 3], &softmax_core::Rows::new(2)),
         Err(Error::RaggedBatch { len: 3, n: 2 })
     );
     assert_eq!(
-        fast::log_softmax(&[1.0, 2.0], &mut [0.0; 3], 2),
+        fast::log_softmax(&[1.0, 2.0], &mut [0.0; 3], &softmax_core::Rows::new(2)),
         Err(Error::LengthMismatch {
             expected: 2,
             found: 3
         })
     );
     assert_eq!(
-        fast::logsumexp(&[1.0, 2.0], &mut [0.0; 2], 2),
+        fast::logsumexp(&[1.0, 2.0], &mut [0.0; 2], &softmax_core::Rows::new(2)),
         Err(Error::LengthMismatch {
             expected: 1,
             found: 2
         })
     );
     // An empty batch is zero rows.
-    assert_eq!(fast::softmax(&[], &mut [], 4), Ok(()));
+    assert_eq!(
+        fast::softmax(&[], &mut [], &softmax_core::Rows::new(4)),
+        Ok(())
+    );
 }
 
 /// All three ops on `x` as rows of `n`, concatenated.
 fn all_ops(x: &[f32], n: usize) -> Vec<f32> {
     let mut y = vec![0.0f32; x.len()];
-    fast::softmax(x, &mut y, n).unwrap();
+    fast::softmax(x, &mut y, &softmax_core::Rows::new(n)).unwrap();
     let mut z = vec![0.0f32; x.len()];
-    fast::log_softmax(x, &mut z, n).unwrap();
+    fast::log_softmax(x, &mut z, &softmax_core::Rows::new(n)).unwrap();
     let mut w = vec![0.0f32; x.len() / n];
-    fast::logsumexp(x, &mut w, n).unwrap();
+    fast::logsumexp(x, &mut w, &softmax_core::Rows::new(n)).unwrap();
     y.extend(z);
     y.extend(w);
     y
@@ -383,8 +414,8 @@ fn kernel_bits_equal_the_portable_reference() {
         let n = (1 << 23) + 5;
         let x = row(&mut seed, n, 7);
         let run = |op: usize, y: &mut [f32]| match op {
-            0 => fast::softmax(&x, y, n).unwrap(),
-            _ => fast::log_softmax(&x, y, n).unwrap(),
+            0 => fast::softmax(&x, y, &softmax_core::Rows::new(n)).unwrap(),
+            _ => fast::log_softmax(&x, y, &softmax_core::Rows::new(n)).unwrap(),
         };
         let mut buf = vec![0.0f32; n + 8];
         for op in 0..2 {

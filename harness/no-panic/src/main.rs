@@ -309,9 +309,9 @@ fn fast() {
     let y: &mut [f32] = black_box(&mut ys[..]);
     let z: &mut [f32] = black_box(&mut zs[..]);
     let n: usize = black_box(8);
-    used(softmax_core::fast::softmax(x, y, n));
-    used(softmax_core::fast::log_softmax(x, y, n));
-    used(softmax_core::fast::logsumexp(x, z, n));
+    used(softmax_core::fast::softmax(x, y, &softmax_core::Rows::new(n)));
+    used(softmax_core::fast::log_softmax(x, y, &softmax_core::Rows::new(n)));
+    used(softmax_core::fast::logsumexp(x, z, &softmax_core::Rows::new(n)));
     used(softmax_core::fast::exp(black_box(-1.5)));
     used(softmax_core::fast::fma(
         black_box(1.5),

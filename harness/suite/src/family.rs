@@ -1232,12 +1232,18 @@ pub(crate) fn fast(ctx: &mut Ctx) {
     each_row(ctx, |ctx, spec, x: &mut [f32]| {
         let mut y = [0.0f32; CAP];
         let y = &mut y[..spec.len];
-        ctx.feed(&own_frame(|| sm::fast::softmax(x, y, spec.len)));
+        ctx.feed(&own_frame(|| {
+            sm::fast::softmax(x, y, &sm::Rows::new(spec.len))
+        }));
         ctx.feed(&*y);
-        ctx.feed(&own_frame(|| sm::fast::log_softmax(x, y, spec.len)));
+        ctx.feed(&own_frame(|| {
+            sm::fast::log_softmax(x, y, &sm::Rows::new(spec.len))
+        }));
         ctx.feed(&*y);
         let mut out = [0.0f32; 1];
-        ctx.feed(&own_frame(|| sm::fast::logsumexp(x, &mut out, spec.len)));
+        ctx.feed(&own_frame(|| {
+            sm::fast::logsumexp(x, &mut out, &sm::Rows::new(spec.len))
+        }));
         ctx.feed(&out);
     });
     // The batches of the other row cases, without masks and at τ = 1 (fast takes neither).
@@ -1248,22 +1254,30 @@ pub(crate) fn fast(ctx: &mut Ctx) {
         let (n, len) = (spec.n(), x.len());
         let r = len / n;
         let mut y = [0.0f32; BATCH_CAP];
-        ctx.feed(&own_frame(|| sm::fast::softmax(x, &mut y[..len], n)));
+        ctx.feed(&own_frame(|| {
+            sm::fast::softmax(x, &mut y[..len], &sm::Rows::new(n))
+        }));
         ctx.feed(&y[..len]);
-        ctx.feed(&own_frame(|| sm::fast::log_softmax(x, &mut y[..len], n)));
+        ctx.feed(&own_frame(|| {
+            sm::fast::log_softmax(x, &mut y[..len], &sm::Rows::new(n))
+        }));
         ctx.feed(&y[..len]);
-        ctx.feed(&own_frame(|| sm::fast::logsumexp(x, &mut y[..r], n)));
+        ctx.feed(&own_frame(|| {
+            sm::fast::logsumexp(x, &mut y[..r], &sm::Rows::new(n))
+        }));
         ctx.feed(&y[..r]);
     });
     let mut long = [0.0f32; 1100];
     fill(&mut ctx.rng, Dist::Wide, &mut long[..550]);
     fill(&mut ctx.rng, Dist::SomeNegInf, &mut long[550..]);
     let (a, b) = long.split_at_mut(550);
-    ctx.feed(&own_frame(|| sm::fast::softmax(a, b, 550)));
+    ctx.feed(&own_frame(|| sm::fast::softmax(a, b, &sm::Rows::new(550))));
     ctx.feed(&*b);
     fill(&mut ctx.rng, Dist::Moderate, b);
     let mut out = [0.0f32; 1];
-    ctx.feed(&own_frame(|| sm::fast::logsumexp(&long, &mut out, 1100)));
+    ctx.feed(&own_frame(|| {
+        sm::fast::logsumexp(&long, &mut out, &sm::Rows::new(1100))
+    }));
     ctx.feed(&out);
     for _ in 0..256 {
         let r = ctx.rng.next_u64();
@@ -1278,13 +1292,13 @@ pub(crate) fn fast(ctx: &mut Ctx) {
     for n in [0usize, 2, 3] {
         let mut y = [0.0f32; 4];
         ctx.feed(&own_frame(|| {
-            sm::fast::softmax(&row3::<f32>(), &mut y[..3], n)
+            sm::fast::softmax(&row3::<f32>(), &mut y[..3], &sm::Rows::new(n))
         }));
         ctx.feed(&own_frame(|| {
-            sm::fast::log_softmax(&row3::<f32>(), &mut y, 3)
+            sm::fast::log_softmax(&row3::<f32>(), &mut y, &sm::Rows::new(3))
         }));
         ctx.feed(&own_frame(|| {
-            sm::fast::logsumexp(&row3::<f32>(), &mut y[..2], n)
+            sm::fast::logsumexp(&row3::<f32>(), &mut y[..2], &sm::Rows::new(n))
         }));
     }
 }

@@ -26,7 +26,7 @@ mod micromath_backend;
 #[cfg(feature = "micromath")]
 pub use micromath_backend::MicroMath;
 
-use crate::Float;
+use crate::float::Float;
 
 /// A source of `exp` and `ln` for element type `F`.
 ///

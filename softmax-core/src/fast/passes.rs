@@ -1,73 +1,11 @@
-//! The fast f32 softmax family: an explicitly chosen variant that trades the default kernels'
-//! accuracy contract for speed, and keeps the same bits on every target.
-//!
-//! The default kernels ([`crate::softmax`], [`crate::rows`]) keep the shift `x − max` exact (its
-//! rounding error rides along into the exp), use a compensated polynomial without fused
-//! multiply-add, and round essentially once per term. That costs about four floating-point
-//! instructions per value on AVX2, and onnxruntime's kernels need about half of that. The
-//! functions here make the same passes (maximum; exp and compensated sum, the exps stored by
-//! softmax; the output) with a cheaper exp. Rows of 2^17 values and more take two passes
-//! instead: an online pass over 4096-value blocks that finds a reference near the maximum and the
-//! sum together (reading the next block under the arithmetic of this one), then the output pass,
-//! which recomputes the exps, with non-temporal stores from 2^23 values on: 12 bytes of memory
-//! traffic per value (16 for rows too short to stream, whose output lines are read before they
-//! are written) instead of the 24 of three passes. The exp:
-//!
-//! * the shift `d = x − max` is rounded once (an error of up to `2⁻²⁴·|d|` in the exp's
-//!   argument, so up to `2⁻²⁴·|d|` relative in its result: 4e-6 for an output of 1e-30);
-//! * `e^d = 2^n · p(r)` with `n = round(d·log2 e)`, `r = d − n·ln2` (two fused multiply-adds),
-//!   `p` a degree-5 minimax polynomial evaluated by Horner's rule in fused multiply-adds (its own
-//!   error 7.4e-8 relative), and `2^n` built from the bits of the rounding;
-//! * terms with `d < −87.68` (below about 8e-39) are 0.
-//!
-//! Every fused multiply-add is correctly rounded ([`fma`]): on x86_64 CPUs with AVX2 and FMA the
-//! hardware instruction (a hand-written kernel in [`simd`](crate::simd)), everywhere else a
-//! software emulation that gives the same bits (an f64 product, which is exact, and an f64 sum
-//! rounded to odd, then rounded to f32). The sums are laid out as the default kernels' are, with
-//! 16 lanes (element `i` in lane `i mod 16`; 32 lanes measured 10% slower here, as four
-//! accumulators left too few AVX2 registers for the exp): blocks of 256 values added plainly and
-//! folded into per-lane compensated totals, the lanes combined pairwise. So the result bits do not depend on the
-//! target or the [`simd`](crate::simd) level, as for the rest of the crate (a NaN result is NaN
-//! everywhere, its sign and payload bits excepted; `softmax-core/tests/fast.rs` and the
-//! on-target digests check it). The emulation is slow, though, and every build but an x86_64
-//! release build on a CPU with AVX2 and FMA runs it (aarch64 too, and debug builds): there the
-//! default kernels are the faster choice.
-//!
-//! Accuracy (f32, against an f64 reference from the same inputs; `softmax-core/tests/fast.rs`,
-//! which asserts the bounds and prints the measured figures):
-//!
-//! | function | bound | measured |
-//! |---|---|---|
-//! | [`exp`] on [-87.3, 0] and on (0, 2.5] | <= 3 ULP | 2.71 and 2.69 ULP, exhaustive |
-//! | [`softmax`], outputs >= 1e-30 | relative `2⁻²⁴·(|d_i| + E_p|d|) + 4.2e-7` | the constant part: 2.1e-7 |
-//! | [`log_softmax`] | absolute `2⁻²⁴·(2|d_i| + E_p|d| + 2 ln Σ) + 2.4e-7` | the constant part: 1.0e-7 |
-//! | [`logsumexp`] | absolute `2⁻²⁴·(E_p|d| + 2 ln Σ + 2|lse|) + 2.4e-7` | within the variable part alone |
-//!
-//! where `d_i = x_i − max` and `E_p|d|` is the softmax-weighted mean of `|d|` (the default
-//! kernels: 2e-6 relative flat). The edge semantics are the crate's: a row whose maximum is not
-//! finite (an entry `+inf`, or no entry above `-inf`) is computed by the default kernel, so
-//! `k` entries `+inf` share the mass and an all-`-inf` row gives zeros; a NaN makes its row NaN.
-//!
-//! Masks, temperatures and the other ops stay with the default kernels; attention-core and
-//! loss-core do not use this variant.
-//!
-//! # Examples
-//!
-//! ```
-//! use softmax_core::fast;
-//! let x = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]; // two rows of 3
-//! let mut y = [0.0; 6];
-//! fast::softmax(&x, &mut y, 3)?;
-//! assert!((y[2] - 0.665_240_94).abs() < 3e-7 && (y[5] - 0.665_240_94).abs() < 3e-7);
-//! # Ok::<(), softmax_core::Error>(())
-//! ```
+//! The passes of the fast variant over one row, shared by its two kernels, and the portable
+//! kernel: the reference whose bits the AVX2+FMA kernel (`fast/avx2.rs`) reproduces.
 
 #![forbid(unsafe_code)]
 
 use crate::backend::{Backend, Poly};
-use crate::kernel::{tree, Totals};
-use crate::spec::check_len;
-use crate::Error;
+use crate::kernel::{tree, OutOfPlace, Plain, Totals, Unit};
+use crate::op;
 
 /// Values per chunk: the lanes of the sums and of the maximum.
 pub(crate) const CHUNK: usize = 16;
@@ -142,7 +80,7 @@ pub(crate) fn maxf(a: f32, b: f32) -> f32 {
 }
 
 /// The fast variant's `e^d`, for the shifted logits `d = x − max <= 0` (and the online pass's
-/// `d <= 2.5`): `2^n·p(r)` as in the [module documentation](self), the same bits on every
+/// `d <= 2.5`): `2^n·p(r)` as in the [module documentation](super), the same bits on every
 /// target. `d < −87.68` gives 0 (`-inf` included), NaN gives NaN; above 88 the result is
 /// unspecified (finite or not, never a panic).
 ///
@@ -186,7 +124,7 @@ pub(crate) enum Op {
 }
 
 /// The row's chunks, the last one padded with `-inf`.
-fn chunks(x: &[f32]) -> impl Iterator<Item = [f32; CHUNK]> + '_ {
+fn padded_chunks(x: &[f32]) -> impl Iterator<Item = [f32; CHUNK]> + '_ {
     let (whole, tail) = x.as_chunks::<CHUNK>();
     let last = (!tail.is_empty()).then(|| {
         let mut t = [f32::NEG_INFINITY; CHUNK];
@@ -214,8 +152,8 @@ pub(crate) const LONG_BLOCK: usize = 4096;
 const REBASE: f32 = 2.5;
 
 /// The vector steps of a row, in two implementations with the same bits: [`Portable`] (the
-/// reference) and the AVX2+FMA kernel in [`simd`](crate::simd). The passes and their order live
-/// once, in [`row`].
+/// reference) and the AVX2+FMA kernel (`fast/avx2.rs`). The passes and their order live once,
+/// in [`row`].
 pub(crate) trait Kernel: Copy {
     /// Per-lane compensated totals.
     type Sums: Copy;
@@ -330,7 +268,7 @@ impl Kernel for Portable {
 
     fn max(self, x: &[f32]) -> f32 {
         let mut m = [f32::NEG_INFINITY; CHUNK];
-        for c in chunks(x) {
+        for c in padded_chunks(x) {
             for (m, &v) in m.iter_mut().zip(&c) {
                 *m = maxf(v, *m);
             }
@@ -349,7 +287,7 @@ impl Kernel for Portable {
         let mut part = [0.0f32; CHUNK];
         let mut k = 0;
         let total = x.len().div_ceil(CHUNK);
-        for (i, ch) in chunks(x).enumerate() {
+        for (i, ch) in padded_chunks(x).enumerate() {
             let e: [f32; CHUNK] = core::array::from_fn(|j| exp(ch[j] - r));
             if let Some(out) = y.as_deref_mut().and_then(|y| y.get_mut(i * CHUNK..)) {
                 for (o, &e) in out.iter_mut().zip(&e) {
@@ -398,115 +336,17 @@ impl Kernel for Portable {
     }
 }
 
-/// A row whose maximum is `+inf` or `-inf`: the default kernel gives the crate's edge semantics.
+/// A row whose maximum is `+inf` or `-inf`: the default kernels give the crate's edge
+/// semantics.
 pub(crate) fn fallback(op: Op, x: &[f32], y: &mut [f32]) {
-    // The lengths were checked at the boundary (a non-empty row, `y` as long as the op needs),
-    // so these cannot fail.
-    let _ = match op {
-        Op::Softmax => crate::ops::softmax(Poly, x, y),
-        Op::LogSoftmax => crate::ops::log_softmax(Poly, x, y),
-        Op::LogSumExp => crate::ops::logsumexp(Poly, x).map(|v| {
+    let src = Plain(x);
+    match op {
+        Op::Softmax => op::softmax::<f32, Poly, _>(OutOfPlace { src, out: y }, Unit),
+        Op::LogSoftmax => op::log_softmax::<f32, Poly, _, _>(OutOfPlace { src, out: y }, Unit),
+        Op::LogSumExp => {
             if let Some(o) = y.first_mut() {
-                *o = v;
+                *o = op::logsumexp::<f32, Poly, _, _>(src, Unit);
             }
-        }),
-    };
-}
-
-/// Checks the batch and returns the number of rows.
-fn check(len: usize, n: usize) -> Result<usize, Error> {
-    if n == 0 {
-        return Err(Error::EmptyRow);
+        }
     }
-    if !len.is_multiple_of(n) {
-        return Err(Error::RaggedBatch { len, n });
-    }
-    Ok(len / n)
-}
-
-/// Runs `op` over the rows: the AVX2+FMA kernel when the CPU has it, else the portable one.
-fn run(op: Op, x: &[f32], y: &mut [f32], n: usize) {
-    if crate::simd::fast_rows(op, x, y, n) {
-        return;
-    }
-    let per = if op == Op::LogSumExp { 1 } else { n };
-    for (x, y) in x.chunks_exact(n).zip(y.chunks_exact_mut(per)) {
-        row(Portable, op, x, y);
-    }
-}
-
-/// softmax over each row of `n` values of `x` into `y` (`x` holds whole rows; one row when
-/// `n = x.len()`). Accuracy and semantics in the [module documentation](self).
-///
-/// # Errors
-///
-/// [`Error::EmptyRow`] if `n = 0`, [`Error::RaggedBatch`] if `x.len()` is not a multiple of
-/// `n`, [`Error::LengthMismatch`] unless `y.len() = x.len()`.
-///
-/// # Examples
-///
-/// ```
-/// use softmax_core::{fast, softmax, backend::Poly};
-/// let x = [0.5f32, -1.0, 3.0, 2.0];
-/// let (mut fast_y, mut y) = ([0.0; 4], [0.0; 4]);
-/// fast::softmax(&x, &mut fast_y, 4)?;
-/// softmax(Poly, &x, &mut y)?;
-/// // d = x − max reaches −4 here: the bound is 2⁻²⁴·(4 + E_p|d|) + 4.2e-7 < 8e-7 relative.
-/// for (a, b) in fast_y.iter().zip(&y) {
-///     assert!((a - b).abs() <= 8e-7 * b);
-/// }
-/// # Ok::<(), softmax_core::Error>(())
-/// ```
-pub fn softmax(x: &[f32], y: &mut [f32], n: usize) -> Result<(), Error> {
-    check(x.len(), n)?;
-    check_len(x.len(), y.len())?;
-    run(Op::Softmax, x, y, n);
-    Ok(())
-}
-
-/// log_softmax over each row of `n` values of `x` into `y`: `(x − max) − ln Σ e^(x − max)`.
-/// Accuracy and semantics in the [module documentation](self).
-///
-/// # Errors
-///
-/// As [`softmax`].
-///
-/// # Examples
-///
-/// ```
-/// use softmax_core::fast;
-/// let mut y = [0.0f32; 3];
-/// fast::log_softmax(&[1.0, 2.0, 3.0], &mut y, 3)?;
-/// assert!((y[2] + 0.407_605_96).abs() < 2e-7);
-/// # Ok::<(), softmax_core::Error>(())
-/// ```
-pub fn log_softmax(x: &[f32], y: &mut [f32], n: usize) -> Result<(), Error> {
-    check(x.len(), n)?;
-    check_len(x.len(), y.len())?;
-    run(Op::LogSoftmax, x, y, n);
-    Ok(())
-}
-
-/// logsumexp of each row of `n` values of `x` into `out` (one value per row):
-/// `max + ln Σ e^(x − max)`. Accuracy and semantics in the [module documentation](self).
-///
-/// # Errors
-///
-/// [`Error::EmptyRow`] if `n = 0`, [`Error::RaggedBatch`] if `x.len()` is not a multiple of
-/// `n`, [`Error::LengthMismatch`] unless `out` has one element per row.
-///
-/// # Examples
-///
-/// ```
-/// use softmax_core::fast;
-/// let mut out = [0.0f32; 2];
-/// fast::logsumexp(&[1000.0, 1000.0, 0.0, f32::NEG_INFINITY], &mut out, 2)?;
-/// assert_eq!(out, [1000.0 + core::f32::consts::LN_2, 0.0]);
-/// # Ok::<(), softmax_core::Error>(())
-/// ```
-pub fn logsumexp(x: &[f32], out: &mut [f32], n: usize) -> Result<(), Error> {
-    let rows = check(x.len(), n)?;
-    check_len(rows, out.len())?;
-    run(Op::LogSumExp, x, out, n);
-    Ok(())
 }

@@ -14,21 +14,17 @@
 
 #![forbid(unsafe_code)]
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Poly};
+use crate::error::Error;
+use crate::float::Float;
 use crate::float::{select, two_sum};
+use crate::kernel::with_scale;
 use crate::kernel::{self, InPlace, Io, Load, Scale, LANES};
-use crate::spec::with_scale;
-use crate::{Error, Float, LogSumExp};
+use crate::lse::LogSumExp;
 
 /// softmax: max pass, one exp pass that stores `e^d` and sums it, one scaling pass.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
     let sc = kernel::scan(io.src());
     if !sc.max.is_finite() || sc.nan {
@@ -54,14 +50,8 @@ pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, 
 /// softmax (τ = 1) that also returns the row's logsumexp: the same passes as [`softmax`], with
 /// the maxima counted apart in the sum ([`kernel::SplitSum`]) so the logsumexp keeps the relative
 /// precision of `ln(1 + rest)` when the other terms are tiny (a confidently classified row).
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn softmax_lse<F: Float, B: Backend<F>>(mut io: impl Io<F>) -> F {
     let sc = kernel::scan(io.src());
     if !sc.max.is_finite() || sc.nan {
@@ -88,14 +78,8 @@ pub(crate) fn softmax_lse<F: Float, B: Backend<F>>(mut io: impl Io<F>) -> F {
 /// The distribution of a row without a finite maximum, which needs no exp: NaN everywhere if
 /// the row has a NaN, zeros if every entry is `-inf`, else the limit that shares the mass
 /// evenly among the `+inf` entries.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
     let fill = select(sc.nan, F::NAN, F::ZERO);
     if sc.nan || sc.max == F::NEG_INFINITY {
@@ -112,14 +96,8 @@ fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
 /// there (the same vectorised pass as softmax's), the maxima counted apart; in place, and for
 /// rows without a finite maximum, [`LogSumExp::of_row`] sums them without storing, in the same
 /// lanes and order (the same bits).
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>, I: Io<F>>(mut io: I, s: S) {
     if io.src().len() >= kernel::LONG_ROW {
         // Two passes: the online max-and-sum, then `(d − ln Σ) + d_lo` against its reference.
@@ -157,14 +135,8 @@ pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>, I: Io<F>>(mut io
 }
 
 /// logsumexp of the row.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
     let st = LogSumExp::<F, B>::of_row(src, s);
     if st.max().is_finite() {
@@ -176,14 +148,8 @@ pub(crate) fn logsumexp<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L
 
 /// Shannon entropy (nats) of softmax(x/τ): `H = ln Σ e^d − (Σ e^d·d)/(Σ e^d)`, i.e.
 /// lse − E_p[x/τ] with both terms shifted by the max so neither cancels (both are >= 0).
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, s: S) -> F {
     let sc = kernel::scan(src);
     if !sc.max.is_finite() || sc.nan {
@@ -227,14 +193,8 @@ pub(crate) fn entropy<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(src: L, 
 /// of the difference of the two compensated sums, so near-identical rows do not suffer the
 /// rounding of `ln s_p` and `ln s_q` at magnitude `ln n`. Rows with `+inf` logits or no allowed
 /// entry use the limit distributions term by term.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn kl<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(p: L, q: L, s: S) -> F {
     let sp = LogSumExp::<F, B>::of_row(p, s);
     let sq = LogSumExp::<F, B>::of_row(q, s);
@@ -311,14 +271,8 @@ fn sum_pairs<F: Float, L: Load<F>>(p: L, q: L, f: impl Fn(F, F) -> F) -> F {
 
 /// sparsemax: Michelot's fixed point for the threshold (no sort, no scratch), then
 /// `max(d − thr, 0)`.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn sparsemax<F: Float, S: Scale<F>>(mut io: impl Io<F>, s: S) {
     let sc = kernel::scan(io.src());
     if sc.nan || !sc.max.is_finite() {
@@ -413,14 +367,8 @@ pub(crate) fn map2<F: Float>(a: &[F], b: &[F], out: &mut [F], f: impl Fn(F, F) -
 
 /// softmax VJP from the output `y`: `dx = y ⊙ (dy − ⟨y, dy⟩) / τ`. Entries with `y = 0`
 /// (masked, `-inf`, or underflowed) are constants: `dx = 0` and their `dy` is not read.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     let (hi, lo) = sum2_parts(y, dy, |y, g| select(y == F::ZERO, F::ZERO, y * g));
     // `(g − hi) − lo`: when `g` nearly cancels the dot product, `g − hi` is exact and the tail
@@ -432,14 +380,8 @@ pub(crate) fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
 
 /// log_softmax VJP from the output `y`: `dx = (dy − e^y·Σdy) / τ`, with `-inf` entries
 /// (masked or `-inf` logits) constants: `dx = 0` and their `dy` not in the sum.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     let total = sum2(y, dy, |y, g| select(y == F::NEG_INFINITY, F::ZERO, g));
     map2(y, dy, dx, |y, g| {
@@ -452,14 +394,8 @@ pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &m
 /// whose log-probability overflowed to `-inf` (a row spanning more than the float range) and the
 /// finite entries of a row with `+inf` ones (limit distribution): `dx = (dy − p·Σdy)/τ`. A NaN
 /// row gives NaN everywhere.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn log_softmax_vjp_logits<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     src: L,
     s: S,
@@ -501,14 +437,8 @@ pub(crate) fn log_softmax_vjp_logits<F: Float, B: Backend<F>, L: Load<F>, S: Sca
 
 /// sparsemax VJP from the output `y`: on the support `S = {y > 0}`,
 /// `dx = (dy − mean_S dy) / τ`; 0 elsewhere. A NaN row gives NaN.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F], tau: F) {
     if y.iter().any(|v| v.is_nan()) {
         dx.iter_mut().for_each(|d| *d = F::NAN);
@@ -547,14 +477,8 @@ pub(crate) fn argmax_iter<F: Float>(x: impl Iterator<Item = F>) -> Option<usize>
 
 /// Hard max of a row, overwriting it: the one-hot of [`argmax`]; a NaN row gives all NaN, an
 /// all-`-inf` row zeros.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
     let idx = argmax(y);
     let nan = idx.and_then(|i| y.get(i)).is_some_and(|v| v.is_nan());
@@ -570,6 +494,15 @@ pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
     }
 }
 
+/// One row of `hardmax`: `y` gets the one-hot of `x`'s [`argmax`] (lengths already checked).
+#[inline]
+pub(crate) fn hardmax_row<F: Float>(x: &[F], y: &mut [F]) {
+    for (o, &v) in y.iter_mut().zip(x) {
+        *o = v;
+    }
+    hardmax_in_place(y);
+}
+
 /// Gumbel-softmax of a row: `y = softmax((x + g)/τ)`, `g_i = −ln(−ln u_i)`, or with `hard` the
 /// one-hot of `argmax(x + g)` itself (the exact Gumbel-max sample, not the one-hot of the
 /// rounded soft output, which can tie at large τ). The noise was validated by the caller.
@@ -583,14 +516,8 @@ pub(crate) fn hardmax_in_place<F: Float>(y: &mut [F]) {
 /// With `k` entries at `+inf` the limit is taken: those entries have shifted logit 0, the others
 /// `-inf`, so the sample is uniform among them. A NaN row gives NaN; a row with no allowed entry
 /// zeros.
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     src: L,
     uniform: &[F],
@@ -606,7 +533,7 @@ pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     let m = sc.max;
     let pre = s.above_one();
     for ((o, x), &u) in y.iter_mut().zip(src.iter()).zip(uniform) {
-        let g = F::gumbel_noise(u);
+        let g = gumbel_noise(u);
         *o = if !m.is_finite() {
             // +inf: the +inf entries share the mass; -inf: nothing is allowed.
             select(m == F::INFINITY && x == F::INFINITY, g, F::NEG_INFINITY)
@@ -626,18 +553,29 @@ pub(crate) fn gumbel<F: Float, B: Backend<F>, L: Load<F>, S: Scale<F>>(
     }
 }
 
+/// Standard Gumbel noise `−ln(−ln u)` from `u` in (0, 1), always with this crate's own `ln`
+/// ([`Poly`], <= 1 ULP) whatever backend the caller picked: near `u → 1` the inner
+/// `ln u ≈ u − 1` must be accurate relative to itself, which an approximate `ln` with an
+/// absolute error bound is not (it would bias the sampled distribution). The conversions through
+/// f64 are exact both ways for an `f32` value.
+#[inline(always)]
+fn gumbel_noise<F: Float>(u: F) -> F {
+    if core::mem::size_of::<F>() == 4 {
+        let u = u.to_f64() as f32;
+        let g = -<Poly as Backend<f32>>::ln(-<Poly as Backend<f32>>::ln(u));
+        F::from_f64(f64::from(g))
+    } else {
+        let u = u.to_f64();
+        F::from_f64(-<Poly as Backend<f64>>::ln(-<Poly as Backend<f64>>::ln(u)))
+    }
+}
+
 /// The τ at which the entropy of `softmax(src/τ)` is `target`: bracket by doubling / halving τ
 /// from 1, then bisect to adjacent floats; the end of the final bracket whose entropy is closer
 /// to `target` is returned. `H` is monotone in τ (`dH/dτ = Var_p(x)/τ³`) and runs from `ln k`
 /// (`k` entries tied at the max) to `ln n` (`n` entries not `-inf`).
-#[cfg_attr(
-    all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions)),
-    inline(always)
-)]
-#[cfg_attr(
-    not(all(target_arch = "x86_64", target_feature = "sse2", not(debug_assertions))),
-    inline(never)
-)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub(crate) fn temperature_for_entropy<F: Float, B: Backend<F>, L: Load<F>>(
     src: L,
     target: F,

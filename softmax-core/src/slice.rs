@@ -4,9 +4,11 @@
 #![forbid(unsafe_code)]
 
 use crate::backend::Backend;
+use crate::error::{check_len, check_noise, check_row, check_temperature, Error};
+use crate::float::Float;
+use crate::kernel::with_scale;
 use crate::kernel::{Bias, InPlace, Keep, OutOfPlace, Plain, Unit};
-use crate::spec::{check_len, check_noise, check_row, check_temperature, with_scale};
-use crate::{row, simd, Error, Float};
+use crate::{op, simd};
 
 /// softmax of one row: `y_i = e^(x_i) / Σ_j e^(x_j)`, computed as `e^(x_i − max)` with the shift
 /// exact and the sum compensated.
@@ -37,7 +39,7 @@ pub fn softmax<F: Float, B: Backend<F>>(_backend: B, x: &[F], y: &mut [F]) -> Re
     simd::exec(
         #[inline(always)]
         || {
-            row::softmax::<F, B, _>(
+            op::softmax::<F, B, _>(
                 OutOfPlace {
                     src: Plain(x),
                     out: y,
@@ -84,7 +86,7 @@ pub fn softmax_lse<F: Float, B: Backend<F>>(_backend: B, x: &[F], y: &mut [F]) -
     Ok(simd::exec(
         #[inline(always)]
         || {
-            row::softmax_lse::<F, B>(OutOfPlace {
+            op::softmax_lse::<F, B>(OutOfPlace {
                 src: Plain(x),
                 out: y,
             })
@@ -115,7 +117,7 @@ pub fn softmax_lse_in_place<F: Float, B: Backend<F>>(
     check_row(xy.len())?;
     Ok(simd::exec(
         #[inline(always)]
-        || row::softmax_lse::<F, B>(InPlace(xy)),
+        || op::softmax_lse::<F, B>(InPlace(xy)),
     ))
 }
 
@@ -151,7 +153,7 @@ pub fn softmax_with_temperature<F: Float, B: Backend<F>>(
     check_row(x.len())?;
     check_len(x.len(), y.len())?;
     check_temperature(temperature)?;
-    with_scale!(temperature, |s| row::softmax::<F, B, _>(
+    with_scale!(temperature, |s| op::softmax::<F, B, _>(
         OutOfPlace {
             src: Plain(x),
             out: y
@@ -179,7 +181,7 @@ pub fn softmax_in_place<F: Float, B: Backend<F>>(_backend: B, xy: &mut [F]) -> R
     check_row(xy.len())?;
     simd::exec(
         #[inline(always)]
-        || row::softmax::<F, B, _>(InPlace(xy), Unit),
+        || op::softmax::<F, B, _>(InPlace(xy), Unit),
     );
     Ok(())
 }
@@ -215,7 +217,7 @@ pub fn log_softmax<F: Float, B: Backend<F>>(
     simd::exec(
         #[inline(always)]
         || {
-            row::log_softmax::<F, B, _, _>(
+            op::log_softmax::<F, B, _, _>(
                 OutOfPlace {
                     src: Plain(x),
                     out: y,
@@ -248,7 +250,7 @@ pub fn log_softmax_in_place<F: Float, B: Backend<F>>(
     check_row(xy.len())?;
     simd::exec(
         #[inline(always)]
-        || row::log_softmax::<F, B, _, _>(InPlace(xy), Unit),
+        || op::log_softmax::<F, B, _, _>(InPlace(xy), Unit),
     );
     Ok(())
 }
@@ -275,7 +277,7 @@ pub fn logsumexp<F: Float, B: Backend<F>>(_backend: B, x: &[F]) -> Result<F, Err
     check_row(x.len())?;
     Ok(simd::exec(
         #[inline(always)]
-        || row::logsumexp::<F, B, _, _>(Plain(x), Unit),
+        || op::logsumexp::<F, B, _, _>(Plain(x), Unit),
     ))
 }
 
@@ -304,7 +306,7 @@ pub fn logsumexp<F: Float, B: Backend<F>>(_backend: B, x: &[F]) -> Result<F, Err
 pub fn entropy<F: Float, B: Backend<F>>(_backend: B, x: &[F], temperature: F) -> Result<F, Error> {
     check_row(x.len())?;
     check_temperature(temperature)?;
-    Ok(with_scale!(temperature, |s| row::entropy::<F, B, _, _>(
+    Ok(with_scale!(temperature, |s| op::entropy::<F, B, _, _>(
         Plain(x),
         s
     )))
@@ -346,7 +348,7 @@ pub fn kl_divergence<F: Float, B: Backend<F>>(
     check_len(p_logits.len(), q_logits.len())?;
     Ok(simd::exec(
         #[inline(always)]
-        || row::kl::<F, B, _, _>(Plain(p_logits), Plain(q_logits), Unit),
+        || op::kl::<F, B, _, _>(Plain(p_logits), Plain(q_logits), Unit),
     ))
 }
 
@@ -385,7 +387,7 @@ pub fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F]) -> Result<(), Erro
     check_len(y.len(), dx.len())?;
     simd::exec(
         #[inline(always)]
-        || row::softmax_vjp(y, dy, dx, F::ONE),
+        || op::softmax_vjp(y, dy, dx, F::ONE),
     );
     Ok(())
 }
@@ -428,7 +430,7 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
     check_len(y.len(), dx.len())?;
     simd::exec(
         #[inline(always)]
-        || row::log_softmax_vjp::<F, B>(y, dy, dx, F::ONE),
+        || op::log_softmax_vjp::<F, B>(y, dy, dx, F::ONE),
     );
     Ok(())
 }
@@ -467,7 +469,7 @@ pub fn log_softmax_vjp_from_logits<F: Float, B: Backend<F>>(
     check_len(x.len(), dx.len())?;
     simd::exec(
         #[inline(always)]
-        || row::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, dx, F::ONE),
+        || op::log_softmax_vjp_logits::<F, B, _, _>(Plain(x), Unit, dy, dx, F::ONE),
     );
     Ok(())
 }
@@ -503,7 +505,7 @@ pub fn masked_softmax<F: Float, B: Backend<F>>(
     simd::exec(
         #[inline(always)]
         || {
-            row::softmax::<F, B, _>(
+            op::softmax::<F, B, _>(
                 OutOfPlace {
                     src: Keep(x, keep),
                     out: y,
@@ -546,7 +548,7 @@ pub fn softmax_with_bias<F: Float, B: Backend<F>>(
     simd::exec(
         #[inline(always)]
         || {
-            row::softmax::<F, B, _>(
+            op::softmax::<F, B, _>(
                 OutOfPlace {
                     src: Bias(x, bias),
                     out: y,
@@ -589,7 +591,7 @@ pub fn sparsemax<F: Float>(x: &[F], y: &mut [F]) -> Result<(), Error> {
     simd::exec(
         #[inline(always)]
         || {
-            row::sparsemax(
+            op::sparsemax(
                 OutOfPlace {
                     src: Plain(x),
                     out: y,
@@ -627,7 +629,7 @@ pub fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F]) -> Result<(), Er
     check_len(y.len(), dx.len())?;
     simd::exec(
         #[inline(always)]
-        || row::sparsemax_vjp(y, dy, dx, F::ONE),
+        || op::sparsemax_vjp(y, dy, dx, F::ONE),
     );
     Ok(())
 }
@@ -647,7 +649,7 @@ pub fn sparsemax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F]) -> Result<(), Er
 /// assert_eq!(argmax(&[1.0f32, f32::NAN, 9.0]), Ok(1));
 /// ```
 pub fn argmax<F: Float>(x: &[F]) -> Result<usize, Error> {
-    row::argmax(x).ok_or(Error::EmptyRow)
+    op::argmax(x).ok_or(Error::EmptyRow)
 }
 
 /// Hard max: the one-hot vector of [`argmax`] (ONNX `Hardmax`), the τ → 0 limit of softmax
@@ -671,16 +673,8 @@ pub fn argmax<F: Float>(x: &[F]) -> Result<usize, Error> {
 pub fn hardmax<F: Float>(x: &[F], y: &mut [F]) -> Result<(), Error> {
     check_row(x.len())?;
     check_len(x.len(), y.len())?;
-    hardmax_row(x, y);
+    op::hardmax_row(x, y);
     Ok(())
-}
-
-/// One row of [`hardmax`], lengths already checked.
-pub(crate) fn hardmax_row<F: Float>(x: &[F], y: &mut [F]) {
-    for (o, &v) in y.iter_mut().zip(x) {
-        *o = v;
-    }
-    row::hardmax_in_place(y);
 }
 
 /// Gumbel-softmax (Jang et al. 2017; PyTorch `gumbel_softmax`) with caller-supplied uniform
@@ -732,7 +726,7 @@ pub fn gumbel_softmax<F: Float, B: Backend<F>>(
     check_len(x.len(), y.len())?;
     check_temperature(temperature)?;
     check_noise(uniform)?;
-    with_scale!(temperature, |s| row::gumbel::<F, B, _, _>(
+    with_scale!(temperature, |s| op::gumbel::<F, B, _, _>(
         Plain(x),
         uniform,
         hard,
@@ -779,6 +773,6 @@ pub fn temperature_for_entropy<F: Float, B: Backend<F>>(
     check_row(x.len())?;
     simd::exec(
         #[inline(always)]
-        || row::temperature_for_entropy::<F, B, _>(Plain(x), target),
+        || op::temperature_for_entropy::<F, B, _>(Plain(x), target),
     )
 }

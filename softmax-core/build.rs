@@ -1,0 +1,18 @@
+//! Sets the one cfg that separates the builds with runtime dispatch from the others, so that the
+//! predicate is written once: `softmax_dispatch` holds for x86_64 targets with SSE2 compiled
+//! without debug assertions. Those builds compile every kernel at three levels (baseline, AVX2,
+//! AVX-512F) and carry the hand-written AVX2 kernels; the others (debug and test builds, targets
+//! without SSE such as `x86_64-unknown-none`, every other architecture) compile the baseline
+//! copy only.
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(softmax_dispatch)");
+    println!("cargo::rerun-if-changed=build.rs");
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+    let sse2 = features.split(',').any(|f| f == "sse2");
+    let debug_assertions = std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some();
+    if arch == "x86_64" && sse2 && !debug_assertions {
+        println!("cargo::rustc-cfg=softmax_dispatch");
+    }
+}

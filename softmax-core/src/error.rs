@@ -1,0 +1,110 @@
+//! What can go wrong ([`Error`]), and the checks of the API boundary that report it.
+
+#![forbid(unsafe_code)]
+
+use crate::float::Float;
+
+/// What can go wrong: structural problems with the arguments, never the values in them (those
+/// follow the edge semantics above).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{softmax, Error, backend::Poly};
+/// let mut y = [0.0f32; 2];
+/// assert_eq!(softmax(Poly, &[1.0, 2.0, 3.0], &mut y), Err(Error::LengthMismatch { expected: 3, found: 2 }));
+/// assert_eq!(softmax::<f32, _>(Poly, &[], &mut []), Err(Error::EmptyRow));
+/// ```
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// A row has no entries (`n = 0`, or an empty single row).
+    EmptyRow,
+    /// A buffer's length is not what the other arguments imply.
+    LengthMismatch {
+        /// The length required.
+        expected: usize,
+        /// The length given.
+        found: usize,
+    },
+    /// A batch's length is not a whole number of rows.
+    RaggedBatch {
+        /// The length given.
+        len: usize,
+        /// The row length.
+        n: usize,
+    },
+    /// The temperature is not a positive finite number.
+    InvalidTemperature,
+    /// Gumbel noise outside the open interval (0, 1).
+    InvalidNoise,
+    /// [`temperature_for_entropy`](crate::temperature_for_entropy): the target entropy is not strictly between `ln k` and `ln n`
+    /// (or the row's entropy does not depend on τ: NaN or `+inf` entries).
+    EntropyOutOfRange,
+}
+
+impl core::fmt::Display for Error {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Error::EmptyRow => f.write_str("row has no entries"),
+            Error::LengthMismatch { expected, found } => {
+                write!(f, "length mismatch: expected {expected}, found {found}")
+            }
+            Error::RaggedBatch { len, n } => {
+                write!(
+                    f,
+                    "batch of {len} values is not a whole number of rows of {n}"
+                )
+            }
+            Error::InvalidTemperature => f.write_str("temperature must be positive and finite"),
+            Error::InvalidNoise => {
+                f.write_str("uniform noise must lie in the open interval (0, 1)")
+            }
+            Error::EntropyOutOfRange => {
+                f.write_str("target entropy is outside the range softmax(x/τ) can reach")
+            }
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// `found == expected`, else [`Error::LengthMismatch`].
+#[inline]
+pub(crate) fn check_len(expected: usize, found: usize) -> Result<(), Error> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { expected, found })
+    }
+}
+
+/// A single row must not be empty.
+#[inline]
+pub(crate) fn check_row(len: usize) -> Result<(), Error> {
+    if len == 0 {
+        Err(Error::EmptyRow)
+    } else {
+        Ok(())
+    }
+}
+
+/// τ must be positive and finite.
+#[inline]
+pub(crate) fn check_temperature<F: Float>(t: F) -> Result<(), Error> {
+    if t > F::ZERO && t.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::InvalidTemperature)
+    }
+}
+
+/// Gumbel noise must lie in the open interval (0, 1).
+#[inline]
+pub(crate) fn check_noise<F: Float>(uniform: &[F]) -> Result<(), Error> {
+    if uniform.iter().all(|&u| u > F::ZERO && u < F::ONE) {
+        Ok(())
+    } else {
+        Err(Error::InvalidNoise)
+    }
+}

@@ -1,0 +1,322 @@
+//! The dot-product and small matrix-product loops that attention, InfoNCE, SigLIP and the fused
+//! linear cross-entropy share — once, here, so every crate of the workspace gets the same
+//! vectorised code and the same bits.
+//!
+//! Layout: row-major slices. `A·Bᵀ` ([`matmul_nt`]) multiplies rows by rows (scores = Q·Kᵀ,
+//! logits = H·Wᵀ); `A·B` ([`matmul_nn`]) and `Aᵀ·B` ([`matmul_tn`]) are the two products of the
+//! backward passes (dQ = dS·K, dK = dSᵀ·Q), and can add into their output.
+//!
+//! # Order of operations (the same bits on every target)
+//!
+//! * A dot product (and every element of [`matmul_nt`]) sums its products in [`LANES`](crate::LANES) lanes:
+//!   product `i` goes to lane `i mod LANES`, each lane adds its products in index order, and the
+//!   lanes are combined pairwise (lane `l` with lane `l + LANES/2`, and so on). [`matmul_nt`]
+//!   computes each element exactly as [`dot`] does: `matmul_nt(a, b)[i][j] == dot(a_i, b_j)`,
+//!   bit for bit.
+//! * [`matmul_nn`] and [`matmul_tn`] add the products of each output element left to right, in
+//!   the order of the shared dimension, starting from 0 or from the output's old value.
+//!
+//! No fused multiply-add is ever formed, so x86_64 (at every [`simd`] level),
+//! Cortex-M4F and soft-float cores give identical results. On x86_64 with AVX2, f32
+//! [`matmul_nt`] and [`matmul_nn`] run a hand-scheduled copy of these loops: the same operations
+//! in the same order, so the same bits.
+//!
+//! # Two forms
+//!
+//! The functions here check their shapes and return a [`Result`], and run at the widest
+//! [`simd`] level. The same products without a `Result` are in [`within`]: for
+//! callers that checked their shapes once at their own boundary and call the products from
+//! their inner loops (attention-core's blocks, loss-core's samples), at the level of the
+//! [`simd::dispatch`] region they run in.
+//!
+//! # Accuracy
+//!
+//! Plain floating-point sums, stated bounds (u = 2⁻²⁴ in f32, 2⁻⁵³ in f64): a dot product of
+//! length `k` is within `(⌈k/LANES⌉ + log2 LANES)·u·Σ|a_i·b_i|` of the exact value; an element of
+//! [`matmul_nn`]/[`matmul_tn`] over a shared dimension `n` within `n·u·Σ|terms|` from zero, and
+//! `(n + 1)·u·(|old| + Σ|terms|)` when adding to an old value (one more rounded addition).
+//!
+//! # Examples
+//!
+//! ```
+//! use softmax_core::linalg;
+//! let q = [1.0f32, 2.0, 3.0];
+//! let k = [1.0f32, 0.0, 0.0, 0.0, 1.0, 1.0]; // two rows of 3
+//! let mut s = [0.0f32; 2];
+//! linalg::matmul_nt(&q, &k, 3, &mut s)?;
+//! assert_eq!(s, [1.0, 5.0]);
+//! assert_eq!(linalg::dot(&q, &q)?, 14.0);
+//! # Ok::<(), softmax_core::Error>(())
+//! ```
+
+// No `unsafe` here (the crate denies it); only the `avx2` child module allows it.
+
+#[cfg(softmax_dispatch)]
+pub(crate) mod avx2;
+mod portable;
+
+use crate::error::{check_len, Error};
+use crate::float::Float;
+use crate::simd;
+
+/// The dot product `Σ a_i·b_i`, in the fixed lane order of the [module](self) docs.
+///
+/// Accuracy: within `(⌈n/16⌉ + 4)·u·Σ|a_i·b_i|` of the exact value (u the unit roundoff).
+///
+/// # Errors
+///
+/// [`Error::LengthMismatch`] if the lengths differ.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::linalg::dot;
+/// assert_eq!(dot(&[1.0f64, 2.0], &[3.0, 4.0]), Ok(11.0));
+/// assert!(dot(&[1.0f32], &[]).is_err());
+/// ```
+pub fn dot<F: Float>(a: &[F], b: &[F]) -> Result<F, Error> {
+    check_len(a.len(), b.len())?;
+    Ok(simd::dispatch(
+        #[inline(always)]
+        || within::dot(a, b),
+    ))
+}
+
+/// `C = A·Bᵀ`: `a` holds `m` rows of `k`, `b` holds `n` rows of `k`, `c` gets `m` rows of `n`
+/// with `c[i][j] = dot(a_i, b_j)` (bit for bit). The scores of attention (`Q·Kᵀ`) and the logits
+/// of a linear layer (`H·Wᵀ`).
+///
+/// Accuracy: each element as [`dot`].
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] if `k = 0`; [`Error::RaggedBatch`] if `a` or `b` is not a whole number of
+/// rows of `k`; [`Error::LengthMismatch`] if `c.len() != m·n`.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::linalg::{dot, matmul_nt};
+/// let a = [1.0f32, 2.0, 3.0, 4.0]; // 2 × 2
+/// let b = [5.0f32, 6.0, 7.0, 8.0, 9.0, 10.0]; // 3 × 2
+/// let mut c = [0.0f32; 6];
+/// matmul_nt(&a, &b, 2, &mut c).unwrap();
+/// assert_eq!(c, [17.0, 23.0, 29.0, 39.0, 53.0, 67.0]);
+/// assert_eq!(c[4], dot(&a[2..], &b[2..4]).unwrap());
+/// ```
+pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) -> Result<(), Error> {
+    let (m, n) = (rows_of(a.len(), k)?, rows_of(b.len(), k)?);
+    check_len(m * n, c.len())?;
+    simd::dispatch(
+        #[inline(always)]
+        || within::matmul_nt(a, b, k, c),
+    );
+    Ok(())
+}
+
+/// `C = A·B`, or `C += A·B` with `accumulate`: `a` holds `m` rows of `n`, `b` holds `n` rows of
+/// `k`, `c` holds `m` rows of `k`; each element's products are added left to right in the order
+/// of the shared dimension (to 0, or to the old value). The gradient `dQ = dS·K` of attention.
+///
+/// Accuracy: within `n·u·Σ|a_ij·b_jl|` per element from zero, `(n + 1)·u·(|c_old| +
+/// Σ|a_ij·b_jl|)` when accumulating.
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] if `n = 0` or `k = 0`; [`Error::RaggedBatch`] if `a` is not a whole
+/// number of rows of `n`; [`Error::LengthMismatch`] if `b.len() != n·k` or `c.len() != m·k`.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::linalg::matmul_nn;
+/// let a = [1.0f64, 2.0]; // 1 × 2
+/// let b = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0]; // 2 × 3
+/// let mut c = [10.0; 3];
+/// matmul_nn(&a, &b, 2, 3, &mut c, true).unwrap();
+/// assert_eq!(c, [13.0, 12.0, 12.0]); // [10, 10, 10] + [1 + 2, 2, 2]
+/// ```
+pub fn matmul_nn<F: Float>(
+    a: &[F],
+    b: &[F],
+    n: usize,
+    k: usize,
+    c: &mut [F],
+    accumulate: bool,
+) -> Result<(), Error> {
+    let m = rows_of(a.len(), n)?;
+    if k == 0 {
+        return Err(Error::EmptyRow);
+    }
+    check_len(n * k, b.len())?;
+    check_len(m * k, c.len())?;
+    simd::dispatch(
+        #[inline(always)]
+        || within::matmul_nn(a, b, n, k, c, accumulate),
+    );
+    Ok(())
+}
+
+/// `C = Aᵀ·B`, or `C += Aᵀ·B` with `accumulate`: `a` holds `n` rows of `m`, `b` holds `n` rows
+/// of `k`, `c` holds `m` rows of `k`; each element's products are added left to right in the
+/// order of the shared dimension (`n`). The gradient `dK = dSᵀ·Q` of attention and `dW = dZᵀ·H`
+/// of a linear layer.
+///
+/// Accuracy: as [`matmul_nn`].
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] if `m = 0` or `k = 0`; [`Error::RaggedBatch`] if `a` is not a whole
+/// number of rows of `m`; [`Error::LengthMismatch`] if `b.len() != n·k` or `c.len() != m·k`.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::linalg::matmul_tn;
+/// let a = [1.0f32, 2.0, 3.0, 4.0]; // 2 × 2, so Aᵀ = [[1, 3], [2, 4]]
+/// let b = [1.0f32, 1.0]; // 2 × 1
+/// let mut c = [0.0f32; 2];
+/// matmul_tn(&a, &b, 2, 1, &mut c, false).unwrap();
+/// assert_eq!(c, [4.0, 6.0]);
+/// ```
+pub fn matmul_tn<F: Float>(
+    a: &[F],
+    b: &[F],
+    m: usize,
+    k: usize,
+    c: &mut [F],
+    accumulate: bool,
+) -> Result<(), Error> {
+    let n = rows_of(a.len(), m)?;
+    if k == 0 {
+        return Err(Error::EmptyRow);
+    }
+    check_len(n * k, b.len())?;
+    check_len(m * k, c.len())?;
+    simd::dispatch(
+        #[inline(always)]
+        || within::matmul_tn(a, b, m, k, c, accumulate),
+    );
+    Ok(())
+}
+
+/// The number of rows of `k` in `len` values.
+fn rows_of(len: usize, k: usize) -> Result<usize, Error> {
+    if k == 0 {
+        return Err(Error::EmptyRow);
+    }
+    if !len.is_multiple_of(k) {
+        return Err(Error::RaggedBatch { len, n: k });
+    }
+    Ok(len / k)
+}
+
+/// The products without a `Result`: the same arithmetic and the same bits as the checked forms
+/// of the [module](super), for callers that checked their shapes once at their own boundary
+/// and call the products from their inner loops. No shape is checked here and nothing can fail:
+/// where the lengths disagree anyway, a product computes the rows and columns that lie within
+/// every buffer and leaves the rest of its output alone (never reading or writing out of
+/// bounds, never panicking). They run at the machine-code level of their caller: call them
+/// inside [`simd::dispatch`] (on x86_64 the f32 `matmul_nt` and
+/// `matmul_nn` take their hand-scheduled AVX2 copy whenever the CPU has AVX2, inside or out).
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{linalg::within, simd};
+/// let q = [1.0f32, 2.0];
+/// let k = [3.0f32, 4.0, 5.0, 6.0]; // two keys of 2
+/// let mut s = [0.0f32; 2];
+/// simd::dispatch(
+///     #[inline(always)]
+///     || within::matmul_nt(&q, &k, 2, &mut s),
+/// );
+/// assert_eq!(s, [11.0, 17.0]);
+/// ```
+pub mod within {
+    use super::portable;
+    use crate::float::Float;
+
+    /// `Σ a_i·b_i` over the common length of `a` and `b`, as [`linalg::dot`](super::dot).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(softmax_core::linalg::within::dot(&[1.0f64, 2.0], &[3.0, 4.0]), 11.0);
+    /// ```
+    #[inline(always)]
+    pub fn dot<F: Float>(a: &[F], b: &[F]) -> F {
+        portable::dot(a, b)
+    }
+
+    /// `C = A·Bᵀ` as [`linalg::matmul_nt`](super::matmul_nt): `a` rows of `k`, `b` rows of `k`,
+    /// `c` one row of `b.len()/k` per row of `a`. `k = 0` zeroes `c`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut c = [0.0f32; 1];
+    /// softmax_core::linalg::within::matmul_nt(&[1.0, 2.0], &[3.0, 4.0], 2, &mut c);
+    /// assert_eq!(c, [11.0]);
+    /// ```
+    #[inline(always)]
+    pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
+        #[cfg(softmax_dispatch)]
+        if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
+            if super::avx2::matmul_nt(a, b, k, c) {
+                return;
+            }
+        }
+        portable::matmul_nt(a, b, k, c)
+    }
+
+    /// `C = A·B`, or `C += A·B` with `accumulate`, as [`linalg::matmul_nn`](super::matmul_nn):
+    /// `a` rows of `n`, `b` `n` rows of `k`, `c` rows of `k`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut c = [1.0f32, 1.0];
+    /// softmax_core::linalg::within::matmul_nn(&[2.0], &[3.0, 4.0], 1, 2, &mut c, true);
+    /// assert_eq!(c, [7.0, 9.0]);
+    /// ```
+    #[inline(always)]
+    pub fn matmul_nn<F: Float>(
+        a: &[F],
+        b: &[F],
+        n: usize,
+        k: usize,
+        c: &mut [F],
+        accumulate: bool,
+    ) {
+        #[cfg(softmax_dispatch)]
+        if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
+            if super::avx2::matmul_nn(a, b, n, k, c, accumulate) {
+                return;
+            }
+        }
+        portable::matmul_nn(a, b, n, k, c, accumulate)
+    }
+
+    /// `C = Aᵀ·B`, or `C += Aᵀ·B` with `accumulate`, as [`linalg::matmul_tn`](super::matmul_tn):
+    /// `a` rows of `m`, `b` as many rows of `k`, `c` `m` rows of `k`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut c = [0.0f64; 2];
+    /// softmax_core::linalg::within::matmul_tn(&[1.0, 2.0], &[3.0, 4.0], 2, 1, &mut c, false);
+    /// assert_eq!(c, [3.0, 6.0]);
+    /// ```
+    #[inline(always)]
+    pub fn matmul_tn<F: Float>(
+        a: &[F],
+        b: &[F],
+        m: usize,
+        k: usize,
+        c: &mut [F],
+        accumulate: bool,
+    ) {
+        portable::matmul_tn(a, b, m, k, c, accumulate)
+    }
+}
