@@ -2,12 +2,14 @@
 //! from the saved log-sum-exp, `D = rowsum(dO ∘ O)`, and nothing of size `t × s` is stored.
 
 use softmax_core::backend::Backend;
-use softmax_core::{linalg, simd, Float, LogSumExp};
+use softmax_core::chunks::{chunks, chunks_mut};
+use softmax_core::linalg::within;
+use softmax_core::{simd, Float, LogSumExp};
 
-use crate::kernel::Rows as _;
-use crate::kernel::{finalize, from_u64, gap_in, keys_of, part, part_mut, Mods, Tile, BK, TQ};
-use crate::options::{check_len, mul, Dims, Grads, Options, Plan, Qkv, Saved};
-use crate::Error;
+use crate::error::Error;
+use crate::options::{Dims, Grads, Options, Qkv, Saved};
+use crate::plan::{check_len, from_u64, keys_of, mul, part, part_mut, Plan};
+use crate::tile::{Contiguous, Tile, BK, GATHER, TQ};
 
 /// The gradients of `L = Σ dO ⊙ o` with respect to `q`, `k`, `v` (and the sink logits) for
 /// [`attention`](crate::attention) with the same dimensions and options, from the forward
@@ -102,16 +104,15 @@ pub fn attention_backward<F: Float, B: Backend<F>>(
     for h in 0..p.heads {
         let g = h.checked_div(p.group).unwrap_or(0);
         let head = Head {
-            q: part(x.q, h, p.t * p.d),
-            k: part(x.k, g, p.s * p.d),
-            v: part(x.v, g, p.s * p.dv),
             o: part(saved.o, h, p.t * p.dv),
             lse: part(saved.lse, h, p.t),
             d_o: part(d_o, h, p.t * p.dv),
         };
-        let dq_h = part_mut(dq, h, p.t * p.d);
-        let dk_g = part_mut(dk, g, p.s * p.d);
-        let dv_g = part_mut(dv, g, p.s * p.dv);
+        let mut out = HeadGrads {
+            dq: part_mut(dq, h, p.t * p.d),
+            dk: part_mut(dk, g, p.s * p.d),
+            dv: part_mut(dv, g, p.s * p.dv),
+        };
         let mut sink_grad = F::ZERO;
         simd::dispatch(
             #[inline(always)]
@@ -119,7 +120,8 @@ pub fn attention_backward<F: Float, B: Backend<F>>(
                 let mut t0 = 0;
                 while t0 < p.t {
                     let rows = TQ.min(p.t - t0);
-                    sink_grad += backward_tile(backend, &p, h, t0, rows, &head, dq_h, dk_g, dv_g);
+                    let tile = Tile::of_queries(&p, &x, h, (t0, rows), (0, p.s as u64));
+                    sink_grad += backward_tile(backend, &p, (h, t0), &tile, &head, &mut out);
                     t0 += rows;
                 }
             },
@@ -131,14 +133,18 @@ pub fn attention_backward<F: Float, B: Backend<F>>(
     Ok(())
 }
 
-/// One head's inputs.
+/// One head's saved forward outputs and output gradient.
 struct Head<'a, F> {
-    q: &'a [F],
-    k: &'a [F],
-    v: &'a [F],
     o: &'a [F],
     lse: &'a [F],
     d_o: &'a [F],
+}
+
+/// One head's gradient buffers (`dk`, `dv` of its kv head, shared by the group).
+struct HeadGrads<'a, F> {
+    dq: &'a mut [F],
+    dk: &'a mut [F],
+    dv: &'a mut [F],
 }
 
 /// How a query's probabilities are recomputed from its saved log-sum-exp.
@@ -152,54 +158,38 @@ enum Norm<F, B> {
     Limit(F),
 }
 
-/// The backward pass of one tile of queries (`t0 .. t0 + rows` of head `h`); returns this
-/// tile's contribution to the sink logit's gradient.
+/// The backward pass of one tile of queries (`t0 ..` of head `h`); returns this tile's
+/// contribution to the sink logit's gradient.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn backward_tile<F: Float, B: Backend<F>>(
     backend: B,
     p: &Plan<'_, F>,
-    h: usize,
-    t0: usize,
-    rows: usize,
+    (h, t0): (usize, usize),
+    tile: &Tile<'_, F, Contiguous<'_, F>>,
     x: &Head<'_, F>,
-    dq: &mut [F],
-    dk: &mut [F],
-    dv: &mut [F],
+    out: &mut HeadGrads<'_, F>,
 ) -> F {
-    let (d, dvw, s) = (p.d, p.dv, p.s);
-    let koff = p.koff();
-    let keys = (0, s as u64);
-    let tile = Tile::new(rows, keys, |r| {
-        p.rule.allowed(p.qpos(t0 + r), koff, s as u64, keys)
-    });
-    let rows = tile.rows;
-    let slope = p.slope(h);
-    let q_tile = x.q.get(t0 * d..(t0 + rows) * d).unwrap_or(&[]);
+    let (d, dvw) = (p.d, p.dv);
+    let rows = tile.rows();
+    let q_tile = tile.q;
     let do_tile = x.d_o.get(t0 * dvw..(t0 + rows) * dvw).unwrap_or(&[]);
     let o_tile = x.o.get(t0 * dvw..(t0 + rows) * dvw).unwrap_or(&[]);
-    let dq_tile = dq.get_mut(t0 * d..(t0 + rows) * d).unwrap_or(&mut []);
-    let mods = |r: usize| Mods {
-        scale: p.scale,
-        cap: p.softcap,
-        slope,
-        qp: p.qpos(t0 + r),
-    };
+    let dq_tile = out.dq.get_mut(t0 * d..(t0 + rows) * d).unwrap_or(&mut []);
     // D = rowsum(dO ∘ O) and the normaliser of each row.
     let mut dd = [F::ZERO; TQ];
     let mut norm = [Norm::Empty; TQ];
     for (r, ((dr, nr), (dor, or))) in dd
         .iter_mut()
         .zip(norm.iter_mut())
-        .zip(do_tile.rows(dvw.max(1)).zip(o_tile.rows(dvw.max(1))))
+        .zip(chunks(do_tile, dvw.max(1)).zip(chunks(o_tile, dvw.max(1))))
         .enumerate()
     {
-        *dr = linalg::dot(dor, or).unwrap_or(F::NAN);
+        *dr = within::dot(dor, or);
         let l = x.lse.get(t0 + r).copied().unwrap_or(F::NAN);
         *nr = if l == F::NEG_INFINITY {
             Norm::Empty
         } else if l == F::INFINITY {
-            let k = count_pos_inf(backend, p, h, t0 + r, x, &mods(r));
+            let k = count_pos_inf(backend, tile, r);
             Norm::Limit(F::ONE / from_u64::<F>(k))
         } else {
             let mut st = LogSumExp::new(backend);
@@ -211,8 +201,9 @@ fn backward_tile<F: Float, B: Backend<F>>(
     let mut pb = [F::ZERO; TQ * BK];
     let mut gb = [F::ZERO; TQ * BK];
     let mut fac = [F::ZERO; TQ * BK];
-    tile.for_each_block(keys, |spans, (u0, u1)| {
-        let w = (u1 - u0) as usize;
+    let mut gather = [F::ZERO; GATHER];
+    tile.for_each_block(|blk| {
+        let (u0, u1, w) = (blk.u0, blk.u1, blk.width());
         let n = rows * w;
         let (Some(sc), Some(pb), Some(gb), Some(fac)) = (
             sc.get_mut(..n),
@@ -222,22 +213,15 @@ fn backward_tile<F: Float, B: Backend<F>>(
         ) else {
             return;
         };
-        let kb = keys_of(x.k, u0, u1, d);
-        let vb = keys_of(x.v, u0, u1, dvw);
-        if linalg::matmul_nt(q_tile, kb, d, sc).is_err()
-            || linalg::matmul_nt(do_tile, vb, dvw, gb).is_err()
-        {
-            return;
-        }
+        tile.scores(backend, blk, sc, &mut gather, Some(&mut *fac));
+        let vb = keys_of(tile.keys.v, u0, u1, dvw);
+        within::matmul_nt(do_tile, vb, dvw, gb);
         pb.fill(F::ZERO);
-        for (r, (((((srow, prow), grow), frow), runs), (&dr, nr))) in sc
-            .rows_mut(w.max(1))
-            .zip(pb.rows_mut(w.max(1)))
-            .zip(gb.rows_mut(w.max(1)))
-            .zip(fac.rows_mut(w.max(1)))
-            .zip(spans.iter())
-            .zip(dd.iter().zip(norm.iter()))
-            .enumerate()
+        for ((((srow, prow), grow), frow), (runs, (&dr, nr))) in chunks_mut(sc, w.max(1))
+            .zip(chunks_mut(pb, w.max(1)))
+            .zip(chunks_mut(gb, w.max(1)))
+            .zip(chunks_mut(fac, w.max(1)))
+            .zip(blk.spans.iter().zip(dd.iter().zip(norm.iter())))
         {
             let Some(runs) = runs else {
                 grow.fill(F::ZERO);
@@ -245,32 +229,17 @@ fn backward_tile<F: Float, B: Backend<F>>(
             };
             let (f, l) = runs.span();
             let (a, b) = ((f - u0) as usize, (l - u0) as usize);
-            let t = t0 + r;
-            let row_off = (h * p.t + t) * s;
-            let bias = p
-                .bias
-                .and_then(|bs| bs.get(row_off + f as usize..row_off + l as usize));
-            let keep = p
-                .mask
-                .and_then(|k| k.get(t * s + f as usize..t * s + l as usize));
             let (Some(s_span), Some(p_span), Some(f_span)) =
                 (srow.get_mut(a..b), prow.get_mut(a..b), frow.get_mut(a..b))
             else {
                 continue;
             };
-            finalize(
-                backend,
-                s_span,
-                &mods(r),
-                f + koff,
-                bias,
-                keep,
-                gap_in(runs, f),
-                Some(f_span),
-            );
             match nr {
                 Norm::Lse(st) => {
-                    let _ = st.probs(s_span, p_span);
+                    for (pj, &sj) in p_span.iter_mut().zip(s_span.iter()) {
+                        *pj = sj;
+                    }
+                    st.probs_in_place(p_span);
                 }
                 Norm::Empty => {}
                 Norm::Limit(inv_k) => {
@@ -292,20 +261,31 @@ fn backward_tile<F: Float, B: Backend<F>>(
                     pj * (*gj - dr) * fj
                 };
             }
-            // dq_t += Σ_j g_j k_j over the row's span.
-            if let (Some(gs), Some(dq_r)) = (grow.get(a..b), dq_tile.get_mut(r * d..(r + 1) * d)) {
-                let _ = linalg::matmul_nn(gs, keys_of(x.k, f, l, d), gs.len(), d, dq_r, true);
+        }
+        // dq_t += Σ_j g_j k_j over each row's span.
+        for ((grow, runs), dq_r) in chunks(gb, w.max(1))
+            .zip(blk.spans.iter())
+            .zip(chunks_mut(dq_tile, d.max(1)))
+        {
+            if let Some(runs) = runs {
+                let (f, l) = runs.span();
+                let gs = grow
+                    .get((f - u0) as usize..(l - u0) as usize)
+                    .unwrap_or(&[]);
+                within::matmul_nn(gs, keys_of(tile.keys.k, f, l, d), gs.len(), d, dq_r, true);
             }
         }
         // dk_j += Σ_t g_tj q_t, dv_j += Σ_t p_tj dO_t (rows in order).
-        let dk_b = dk
+        let dk_b = out
+            .dk
             .get_mut(u0 as usize * d..u1 as usize * d)
             .unwrap_or(&mut []);
-        let _ = linalg::matmul_tn(gb, q_tile, w, d, dk_b, true);
-        let dv_b = dv
+        within::matmul_tn(gb, q_tile, w, d, dk_b, true);
+        let dv_b = out
+            .dv
             .get_mut(u0 as usize * dvw..u1 as usize * dvw)
             .unwrap_or(&mut []);
-        let _ = linalg::matmul_tn(pb, do_tile, w, dvw, dv_b, true);
+        within::matmul_tn(pb, do_tile, w, dvw, dv_b, true);
     });
     // d sink_h = −Σ_t e^(z_h − lse_t)·D_t.
     let mut ds = F::ZERO;
@@ -323,42 +303,25 @@ fn backward_tile<F: Float, B: Backend<F>>(
     ds
 }
 
-/// The number of scores equal to `+inf` among query `t`'s allowed keys (head `h`).
+/// The number of scores equal to `+inf` among the allowed keys of row `r` of a tile.
 #[inline(never)]
 fn count_pos_inf<F: Float, B: Backend<F>>(
     backend: B,
-    p: &Plan<'_, F>,
-    h: usize,
-    t: usize,
-    x: &Head<'_, F>,
-    m: &Mods<F>,
+    tile: &Tile<'_, F, Contiguous<'_, F>>,
+    r: usize,
 ) -> u64 {
-    let (d, s) = (p.d, p.s);
-    let koff = p.koff();
-    let keys = (0, s as u64);
-    let tile = Tile::new(1, keys, |_| p.rule.allowed(p.qpos(t), koff, s as u64, keys));
-    let q_row = x.q.get(t * d..(t + 1) * d).unwrap_or(&[]);
+    let one = tile.one_row(r);
     let mut buf = [F::ZERO; BK];
     let mut k = 0u64;
-    tile.for_each_block(keys, |spans, _| {
-        let Some(Some(runs)) = spans.first() else {
+    one.for_each_block(|blk| {
+        let Some(Some(runs)) = blk.spans.first() else {
             return;
         };
         let (f, l) = runs.span();
-        let Some(row) = buf.get_mut(..(l - f) as usize) else {
-            return;
-        };
-        if linalg::matmul_nt(q_row, keys_of(x.k, f, l, d), d, row).is_err() {
-            return;
-        }
-        let row_off = (h * p.t + t) * s;
-        let bias = p
-            .bias
-            .and_then(|bs| bs.get(row_off + f as usize..row_off + l as usize));
-        let keep = p
-            .mask
-            .and_then(|kk| kk.get(t * s + f as usize..t * s + l as usize));
-        finalize(backend, row, m, f + koff, bias, keep, gap_in(runs, f), None);
+        one.scores(backend, blk, &mut buf, &mut [], None);
+        let row = buf
+            .get((f - blk.u0) as usize..(l - blk.u0) as usize)
+            .unwrap_or(&[]);
         k += row.iter().filter(|&&v| v == F::INFINITY).count() as u64;
     });
     k.max(1)

@@ -4,12 +4,14 @@
 use core::ops::Range;
 
 use softmax_core::backend::Backend;
-use softmax_core::{linalg, simd, Float};
+use softmax_core::chunks::{chunks, chunks_mut};
+use softmax_core::{simd, Float};
 
-use crate::kernel::Rows as _;
-use crate::kernel::{finalize, gap_in, keys_of, part, part_mut, Mods, Tile, BK, TQ};
-use crate::options::{check_len, mul, Dims, Options, Output, Plan, Qkv, Runs};
-use crate::{Error, QueryState};
+use crate::error::Error;
+use crate::options::{Dims, Options, Output, Qkv};
+use crate::plan::{check_heads, check_len, mul, part_mut, Plan};
+use crate::state::QueryState;
+use crate::tile::{Tile, TQ};
 
 /// Scaled dot-product attention, one pass per query: `o = softmax(scores)·V` per head, with
 /// every mask and score modifier of [`Options`], and optionally each query's log-sum-exp and
@@ -84,14 +86,11 @@ pub fn attention<F: Float, B: Backend<F>>(
     let want_entropy = entropy.is_some();
     let keys = (0, p.s as u64);
     for h in 0..p.heads {
-        let g = h.checked_div(p.group).unwrap_or(0);
-        let q_h = part(x.q, h, p.t * p.d);
-        let k_g = part(x.k, g, p.s * p.d);
-        let v_g = part(x.v, g, p.s * p.dv);
         let o_h = part_mut(o, h, p.t * p.dv);
         let mut lse_h = lse.as_deref_mut().map(|l| part_mut(l, h, p.t));
         let mut ent_h = entropy.as_deref_mut().map(|e| part_mut(e, h, p.t));
         o_h.fill(F::ZERO);
+        let sink = p.sink(h);
         simd::dispatch(
             #[inline(always)]
             || {
@@ -103,16 +102,16 @@ pub fn attention<F: Float, B: Backend<F>>(
                     let acc = o_h
                         .get_mut(t0 * p.dv..(t0 + rows) * p.dv)
                         .unwrap_or(&mut []);
-                    let q_tile = q_h.get(t0 * p.d..(t0 + rows) * p.d).unwrap_or(&[]);
-                    let tile = Rows {
-                        q_tile,
-                        k: k_g,
-                        v: v_g,
-                    };
-                    forward_tile(backend, &p, h, t0, &tile, keys, states, acc, want_entropy);
-                    let sink = p.sink(h);
-                    for (r, (st, acc_r)) in
-                        states.iter_mut().zip(acc.rows_mut(p.dv.max(1))).enumerate()
+                    Tile::of_queries(&p, &x, h, (t0, rows), keys).fold(
+                        backend,
+                        states,
+                        acc,
+                        want_entropy,
+                    );
+                    for (r, (st, acc_r)) in states
+                        .iter_mut()
+                        .zip(chunks_mut(acc, p.dv.max(1)))
+                        .enumerate()
                     {
                         let (l, e) = st.finish_row(acc_r, sink);
                         if let Some(v) = lse_h.as_deref_mut().and_then(|x| x.get_mut(t0 + r)) {
@@ -211,10 +210,6 @@ pub fn attention_partial<F: Float, B: Backend<F>>(
     }
     let keys = (keys.start as u64, keys.end as u64);
     for h in 0..p.heads {
-        let g = h.checked_div(p.group).unwrap_or(0);
-        let q_h = part(x.q, h, p.t * p.d);
-        let k_g = part(x.k, g, p.s * p.d);
-        let v_g = part(x.v, g, p.s * p.dv);
         let acc_h = part_mut(acc, h, p.t * p.dv);
         let st_h = part_mut(states, h, p.t);
         simd::dispatch(
@@ -227,13 +222,7 @@ pub fn attention_partial<F: Float, B: Backend<F>>(
                     let acc = acc_h
                         .get_mut(t0 * p.dv..(t0 + rows) * p.dv)
                         .unwrap_or(&mut []);
-                    let q_tile = q_h.get(t0 * p.d..(t0 + rows) * p.d).unwrap_or(&[]);
-                    let tile = Rows {
-                        q_tile,
-                        k: k_g,
-                        v: v_g,
-                    };
-                    forward_tile(backend, &p, h, t0, &tile, keys, st, acc, true);
+                    Tile::of_queries(&p, &x, h, (t0, rows), keys).fold(backend, st, acc, true);
                     t0 += rows;
                 }
             },
@@ -285,9 +274,9 @@ pub fn merge_partials<F: Float, B: Backend<F>>(
     }
     for (((st, a), ost), oa) in states
         .iter_mut()
-        .zip(acc.rows_mut(dims.dv.max(1)))
+        .zip(chunks_mut(acc, dims.dv.max(1)))
         .zip(other_states)
-        .zip(other_acc.rows(dims.dv.max(1)))
+        .zip(chunks(other_acc, dims.dv.max(1)))
     {
         st.merge(a, ost, oa)?;
     }
@@ -323,7 +312,7 @@ pub fn attention_finish<F: Float, B: Backend<F>>(
     states: &mut [QueryState<F, B>],
     out: Output<'_, F>,
 ) -> Result<(), Error> {
-    crate::options::check_heads(dims.heads, dims.kv_heads)?;
+    check_heads(dims.heads, dims.kv_heads)?;
     if dims.dv == 0 {
         return Err(Error::ZeroDim { what: "dv" });
     }
@@ -346,7 +335,7 @@ pub fn attention_finish<F: Float, B: Backend<F>>(
     } = out;
     for (i, (st, acc)) in states
         .iter_mut()
-        .zip(o.rows_mut(dims.dv.max(1)))
+        .zip(chunks_mut(o, dims.dv.max(1)))
         .enumerate()
     {
         let h = i.checked_div(dims.t).unwrap_or(0);
@@ -360,111 +349,4 @@ pub fn attention_finish<F: Float, B: Backend<F>>(
         }
     }
     Ok(())
-}
-
-/// The inputs of one tile: its queries (`rows × d`) and its kv head's keys and values.
-pub(crate) struct Rows<'a, F> {
-    pub(crate) q_tile: &'a [F],
-    pub(crate) k: &'a [F],
-    pub(crate) v: &'a [F],
-}
-
-/// Folds the keys in `keys` into the states and accumulators of one tile of queries
-/// (`t0 .. t0 + states.len()` of head `h`).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn forward_tile<F: Float, B: Backend<F>>(
-    backend: B,
-    p: &Plan<'_, F>,
-    h: usize,
-    t0: usize,
-    x: &Rows<'_, F>,
-    keys: (u64, u64),
-    states: &mut [QueryState<F, B>],
-    acc: &mut [F],
-    entropy: bool,
-) {
-    let (d, dv, s) = (p.d, p.dv, p.s);
-    let koff = p.koff();
-    let tile = Tile::new(states.len(), keys, |r| {
-        p.rule.allowed(p.qpos(t0 + r), koff, s as u64, keys)
-    });
-    let rows = tile.rows;
-    let slope = p.slope(h);
-    let mut buf = [F::ZERO; TQ * BK];
-    let mut tmp = [F::ZERO; BK];
-    tile.for_each_block(keys, |spans, (u0, u1)| {
-        let w = (u1 - u0) as usize;
-        let Some(sc) = buf.get_mut(..rows * w) else {
-            return;
-        };
-        if linalg::matmul_nt(x.q_tile, keys_of(x.k, u0, u1, d), d, sc).is_err() {
-            return;
-        }
-        // Every row of the tile has one run covering the whole span (no causal, window or sink
-        // gap inside the block; keys a keep-mask removes have weight 0 and are multiplied in
-        // either way, as row by row): the value product runs once for the whole tile, after
-        // every row's online step has rescaled its accumulator. The same bits as row by row
-        // (each output element adds its terms in key order either way), but the value block
-        // is read once per tile instead of once per row.
-        let whole = spans
-            .iter()
-            .take(rows)
-            .all(|r| matches!(r, Some(Runs { first, second: None }) if *first == (u0, u1)));
-        for (r, ((row, runs), (st, acc_r))) in sc
-            .rows_mut(w.max(1))
-            .zip(spans.iter())
-            .zip(states.iter_mut().zip(acc.rows_mut(dv.max(1))))
-            .enumerate()
-        {
-            let Some(runs) = runs else {
-                continue;
-            };
-            let (f, l) = runs.span();
-            let Some(row) = row.get_mut((f - u0) as usize..(l - u0) as usize) else {
-                continue;
-            };
-            let t = t0 + r;
-            let m = Mods {
-                scale: p.scale,
-                cap: p.softcap,
-                slope,
-                qp: p.qpos(t),
-            };
-            let row_off = (h * p.t + t) * s;
-            let bias = p
-                .bias
-                .and_then(|b| b.get(row_off + f as usize..row_off + l as usize));
-            let keep = p
-                .mask
-                .and_then(|k| k.get(t * s + f as usize..t * s + l as usize));
-            finalize(
-                backend,
-                row,
-                &m,
-                f + koff,
-                bias,
-                keep,
-                gap_in(runs, f),
-                None,
-            );
-            let n = row.len();
-            st.step(row, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
-            if whole {
-                continue;
-            }
-            for run in [Some(runs.first), runs.second].into_iter().flatten() {
-                let wr = row
-                    .get((run.0 - f) as usize..(run.1 - f) as usize)
-                    .unwrap_or(&[]);
-                let vr = keys_of(x.v, run.0, run.1, dv);
-                let _ = linalg::matmul_nn(wr, vr, wr.len(), dv, acc_r, true);
-            }
-        }
-        if whole {
-            if let Some(acc) = acc.get_mut(..rows * dv) {
-                let _ = linalg::matmul_nn(sc, keys_of(x.v, u0, u1, dv), w, dv, acc, true);
-            }
-        }
-    });
 }

@@ -15,8 +15,8 @@
 //!   keep-mask; an additive bias; ALiBi with the paper's slopes ([`alibi_slopes`], head counts
 //!   that are not powers of two included); a sliding window with always-visible attention sinks
 //!   (StreamingLLM); soft-capping `c·tanh(x/c)` (Gemma 2); learned per-head sink logits that
-//!   take part in the normaliser but carry no value (gpt-oss). Exact semantics:
-//!   shared/CONFORMANCE.md, "Attention".
+//!   take part in the normaliser but carry no value (gpt-oss). The exact semantics of each
+//!   option are on [`Options`]'s methods.
 //! * One pass per query with the online softmax, blocked over 128 keys on a fixed grid; key
 //!   blocks that the causal rule or the window removes are skipped (not computed); nothing of
 //!   size `t × s` exists anywhere: memory per query is its `dv` accumulator plus a block of
@@ -80,8 +80,8 @@
 //! through a fixed-capacity cache with a sliding window and a sink:
 //!
 //! ```
-//! use attention_core::{attention, Causal, Dims, KvCache, Options, Output, Qkv, Window,
-//!     backend::Poly};
+//! use attention_core::{attention, Causal, DecodeOptions, Dims, KvCache, Options, Output, Qkv,
+//!     Window, backend::Poly};
 //! const T: usize = 6;
 //! // 2 query heads over 1 kv head, d = dv = 2.
 //! let q: [f32; 2 * T * 2] = core::array::from_fn(|i| (i as f32 * 0.37).sin());
@@ -92,13 +92,13 @@
 //! attention(Poly, &Dims::new(2, 1, T, T, 2, 2), Qkv::new(&q, &k, &v), &opts,
 //!     Output::new(&mut full))?;
 //!
-//! // The decoder keeps 1 sink + 3 window tokens: capacity 4.
+//! // The decoder keeps 1 sink + 3 window tokens: capacity 4. The window is the cache's.
 //! let mut cache = KvCache::<f32, 1, 4, 2, 2>::new(Some(Window::new(3, 1)))?;
 //! for t in 0..T {
 //!     let qt = [q[t * 2], q[t * 2 + 1], q[(T + t) * 2], q[(T + t) * 2 + 1]];
 //!     let mut o = [0.0f32; 4];
-//!     cache.decode(Poly, &qt, &k[t * 2..t * 2 + 2], &v[t * 2..t * 2 + 2], &opts,
-//!         Output::new(&mut o))?;
+//!     cache.decode(Poly, &qt, &k[t * 2..t * 2 + 2], &v[t * 2..t * 2 + 2],
+//!         &DecodeOptions::new(), Output::new(&mut o))?;
 //!     assert_eq!(o[..2], full[t * 2..t * 2 + 2]); // bit for bit
 //!     assert_eq!(o[2..], full[(T + t) * 2..(T + t) * 2 + 2]);
 //! }
@@ -112,11 +112,12 @@
 mod backward;
 mod error;
 mod forward;
-mod kernel;
 mod math;
 mod options;
+mod plan;
 mod state;
 mod stream;
+mod tile;
 
 pub use backward::attention_backward;
 pub use error::Error;
@@ -124,9 +125,9 @@ pub use forward::{
     attention, attention_finish, attention_partial, merge_partials, scaled_dot_product_attention,
 };
 pub use math::{alibi_slope, alibi_slopes, default_scale};
-pub use options::{Causal, Dims, Grads, Options, Output, Qkv, Saved};
+pub use options::{Causal, DecodeOptions, Dims, Grads, Options, Output, Qkv, Saved};
 pub use softmax_core;
 pub use softmax_core::backend;
 pub use softmax_core::Float;
 pub use state::QueryState;
-pub use stream::{KvCache, KvCacheSlice, Window};
+pub use stream::{Borrowed, Cache, Inline, KvCache, KvCacheSlice, Storage, Window};

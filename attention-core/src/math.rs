@@ -4,7 +4,7 @@
 
 use softmax_core::Float;
 
-use crate::Error;
+use crate::error::Error;
 
 /// `a·b` as an exact pair `(p, e)`, `p + e = a·b` (Dekker's product with Veltkamp splitting; no
 /// fused multiply-add needed).

@@ -2,10 +2,11 @@
 //! entropy accumulator; the output accumulator lives in the caller's buffer.
 
 use softmax_core::backend::Backend;
-use softmax_core::{linalg, Float, OnlineSoftmax, Rescale};
+use softmax_core::linalg::within;
+use softmax_core::{Float, OnlineSoftmax, Rescale};
 
-use crate::options::check_len;
-use crate::Error;
+use crate::error::Error;
+use crate::plan::check_len;
 
 /// The running state of one query over the keys seen so far: running maximum `m` and sum
 /// `l = Σ e^(s_j − m)` (softmax-core's [`OnlineSoftmax`]), and `E = Σ e^(s_j − m)·(s_j − m)`,
@@ -73,11 +74,7 @@ impl<F: Float, B: Backend<F>> QueryState<F, B> {
             for (t, &w) in tmp.iter_mut().zip(s.iter()) {
                 *t = if w == F::ZERO { F::ZERO } else { *t - m };
             }
-            let n = s.len().min(tmp.len());
-            let blk = match (s.get(..n), tmp.get(..n)) {
-                (Some(w), Some(d)) => linalg::dot(w, d).unwrap_or(F::NAN),
-                _ => F::NAN,
-            };
+            let blk = within::dot(s, tmp);
             self.e = shifted(self.e, m_old, l_old, alpha, m) + blk;
         }
     }

@@ -1,17 +1,23 @@
 //! The streaming causal decoder: a KV cache of fixed capacity (a ring buffer behind the
-//! attention sinks), one token at a time, with absolute positions.
+//! attention sinks), one token at a time, with absolute positions. Its attention is the full
+//! computation's tile loop (`tile.rs`) over the cache's slots: the same blocks, scores and
+//! online steps, so the same bits.
 
 use softmax_core::backend::Backend;
-use softmax_core::{linalg, simd, Float};
+use softmax_core::chunks::{chunks, chunks_mut};
+use softmax_core::{simd, Float};
 
-use crate::kernel::Rows as _;
-use crate::kernel::{finalize, gap_in, part, part_mut, Mods, Tile, BK, TQ};
-use crate::options::{check_heads, check_len, mul, resolve_scale, Causal, Options, Output, Rule};
-use crate::{Error, QueryState};
+use crate::error::Error;
+use crate::math::alibi_slope;
+use crate::options::{DecodeOptions, Output};
+use crate::plan::{check_heads, check_len, mul, part, part_mut, resolve_scale, Rule};
+use crate::state::QueryState;
+use crate::tile::{Keys, Mods, Row, Tile, TQ};
 
 /// The eviction rule of a cache: keep the first `sinks` tokens and a rolling window of the most
 /// recent `size` tokens (StreamingLLM), exactly what attention with
-/// [`Options::with_window`]`(size)` and [`Options::with_sinks`]`(sinks)` reads.
+/// [`Options::with_window`](crate::Options::with_window)`(size)` and
+/// [`Options::with_sinks`](crate::Options::with_sinks)`(sinks)` reads.
 ///
 /// # Examples
 ///
@@ -138,9 +144,8 @@ impl Ring {
             return Err(Error::CacheFull { capacity: self.cap });
         }
         let slot = self.slot(self.len) as usize;
-        for (g, (kn, vn)) in k
-            .rows(self.d.max(1))
-            .zip(v.rows(self.dv.max(1)))
+        for (g, (kn, vn)) in chunks(k, self.d.max(1))
+            .zip(chunks(v, self.dv.max(1)))
             .enumerate()
         {
             let kh = part_mut(ks, g, self.cap * self.d);
@@ -160,35 +165,18 @@ impl Ring {
         Ok(())
     }
 
+    /// The attention of the newest token's queries over the cached tokens (see
+    /// [`Cache::attend`]).
     fn attend<F: Float, B: Backend<F>>(
         &self,
         backend: B,
-        ks: &[F],
-        vs: &[F],
+        (ks, vs): (&[F], &[F]),
         q: &[F],
-        opts: &Options<'_, F>,
+        opts: &DecodeOptions<'_, F>,
         out: Output<'_, F>,
     ) -> Result<(), Error> {
         let (d, dv) = (self.d, self.dv);
-        if opts.mask().is_some() {
-            return Err(Error::UnsupportedOption { what: "mask" });
-        }
-        if opts.bias().is_some() {
-            return Err(Error::UnsupportedOption { what: "bias" });
-        }
-        if opts.causal() == Causal::TopLeft {
-            return Err(Error::UnsupportedOption { what: "top_left" });
-        }
-        let same_window = match self.window {
-            None => opts.window().is_none(),
-            Some(w) => opts.window() == Some(w.size) && opts.sinks() == w.sinks,
-        };
-        if !same_window {
-            return Err(Error::UnsupportedOption {
-                what: "window/sinks differ from the cache's",
-            });
-        }
-        let scale = resolve_scale(opts, d)?;
+        let scale = resolve_scale(opts.scale(), opts.softcap(), d)?;
         if !q.len().is_multiple_of(d) {
             return Err(Error::LengthMismatch {
                 what: "q",
@@ -217,8 +205,8 @@ impl Ring {
             window: self.window.map(|w| w.size as u64),
             sinks: self.window.map_or(0, |w| w.sinks as u64),
         };
-        let keys = (0, self.len);
-        let allowed = rule.allowed(pos, 0, self.len, keys);
+        let range = (0, self.len);
+        let allowed = rule.allowed(pos, 0, self.len, range);
         let want_entropy = out.entropy.is_some();
         let Output {
             o,
@@ -227,8 +215,11 @@ impl Ring {
         } = out;
         o.fill(F::ZERO);
         for g in 0..self.hkv {
-            let kh = part(ks, g, self.cap * d);
-            let vh = part(vs, g, self.cap * dv);
+            let keys = Slots {
+                k: part(ks, g, self.cap * d),
+                v: part(vs, g, self.cap * dv),
+                ring: self,
+            };
             let q_g = part(q, g, group * d);
             let o_g = part_mut(o, g, group * dv);
             simd::dispatch(
@@ -238,91 +229,28 @@ impl Ring {
                     while r0 < group {
                         let rows = TQ.min(group - r0);
                         let h0 = g * group + r0;
+                        let q_rows = q_g.get(r0 * d..(r0 + rows) * d).unwrap_or(&[]);
+                        // The rows are query heads at the newest position: they see the same
+                        // keys, each with its own ALiBi slope.
+                        let tile = Tile::new((keys, q_rows, d, dv), (range, 0), rows, |r| Row {
+                            allowed,
+                            mods: Mods {
+                                scale,
+                                cap: opts.softcap(),
+                                slope: opts.alibi().then(|| alibi_slope::<F>(heads, h0 + r)),
+                                qp: pos,
+                            },
+                            bias: None,
+                            keep: None,
+                        });
                         let mut states = [QueryState::new(backend); TQ];
                         let states = states.get_mut(..rows).unwrap_or(&mut []);
                         let acc = o_g.get_mut(r0 * dv..(r0 + rows) * dv).unwrap_or(&mut []);
-                        let q_rows = q_g.get(r0 * d..(r0 + rows) * d).unwrap_or(&[]);
-                        let tile = Tile::new(rows, keys, |_| allowed);
-                        let mut buf = [F::ZERO; TQ * BK];
-                        let mut dots = [F::ZERO; TQ * BK];
-                        let mut tmp = [F::ZERO; BK];
-                        tile.for_each_block(keys, |spans, _| {
-                            let Some(Some(runs)) = spans.first().copied() else {
-                                return;
-                            };
-                            let (f, l) = runs.span();
-                            let w = (l - f) as usize;
-                            let Some(sc) = buf.get_mut(..rows * w) else {
-                                return;
-                            };
-                            // The dot products of each run of cached keys, scattered into
-                            // their columns (the gap between the runs is masked below).
-                            for run in [Some(runs.first), runs.second].into_iter().flatten() {
-                                self.for_each_slot_run(run, |pos0, slot0, n| {
-                                    let kr = kh.get(slot0 * d..(slot0 + n) * d).unwrap_or(&[]);
-                                    let Some(dt) = dots.get_mut(..rows * n) else {
-                                        return;
-                                    };
-                                    if n == 0 || linalg::matmul_nt(q_rows, kr, d, dt).is_err() {
-                                        return;
-                                    }
-                                    let c0 = (pos0 - f) as usize;
-                                    for (row, drow) in sc.rows_mut(w.max(1)).zip(dt.rows(n.max(1)))
-                                    {
-                                        if let Some(dst) = row.get_mut(c0..c0 + n) {
-                                            for (a, b) in dst.iter_mut().zip(drow) {
-                                                *a = *b;
-                                            }
-                                        }
-                                    }
-                                });
-                            }
-                            for (r, (row, (st, acc_r))) in sc
-                                .rows_mut(w.max(1))
-                                .zip(states.iter_mut().zip(acc.rows_mut(dv.max(1))))
-                                .enumerate()
-                            {
-                                let m = Mods {
-                                    scale,
-                                    cap: opts.softcap(),
-                                    slope: if opts.alibi() {
-                                        Some(crate::alibi_slope::<F>(heads, h0 + r))
-                                    } else {
-                                        None
-                                    },
-                                    qp: pos,
-                                };
-                                finalize(backend, row, &m, f, None, None, gap_in(&runs, f), None);
-                                st.step(
-                                    row,
-                                    tmp.get_mut(..w).unwrap_or(&mut []),
-                                    acc_r,
-                                    want_entropy,
-                                );
-                            }
-                            // The value product of every run of cached values, once for all
-                            // the tile's rows (their weights gathered side by side): each
-                            // value row is read once per tile, and each output element adds
-                            // its terms in key order as a product per row would.
-                            for run in [Some(runs.first), runs.second].into_iter().flatten() {
-                                self.for_each_slot_run(run, |pos0, slot0, n| {
-                                    let c0 = (pos0 - f) as usize;
-                                    let Some(wt) = dots.get_mut(..rows * n) else {
-                                        return;
-                                    };
-                                    for (dst, row) in wt.rows_mut(n.max(1)).zip(sc.rows(w.max(1))) {
-                                        let src = row.get(c0..c0 + n).unwrap_or(&[]);
-                                        for (a, &b) in dst.iter_mut().zip(src) {
-                                            *a = b;
-                                        }
-                                    }
-                                    let vr = vh.get(slot0 * dv..(slot0 + n) * dv).unwrap_or(&[]);
-                                    let _ = linalg::matmul_nn(wt, vr, n, dv, acc, true);
-                                });
-                            }
-                        });
-                        for (r, (st, acc_r)) in
-                            states.iter_mut().zip(acc.rows_mut(dv.max(1))).enumerate()
+                        tile.fold(backend, states, acc, want_entropy);
+                        for (r, (st, acc_r)) in states
+                            .iter_mut()
+                            .zip(chunks_mut(acc, dv.max(1)))
+                            .enumerate()
                         {
                             let h = h0 + r;
                             let sink = opts.sink_logits().and_then(|z| z.get(h)).copied();
@@ -355,47 +283,155 @@ impl Ring {
     }
 }
 
-/// A KV cache for one layer with a capacity fixed at compile time: `HKV` key/value heads of
-/// widths `D` (keys) and `DV` (values), `CAP` token slots, stored inline (`2·HKV·CAP·(D+DV)`
-/// bytes per byte of `F`... i.e. `size_of::<Self>()`, constant from the first token to the
-/// last). The streaming causal decoder: [`push`](Self::push) each token's keys and values,
-/// then [`attend`](Self::attend) with its query (or both at once: [`decode`](Self::decode)).
+/// One kv head's cached keys and values as a key source: positions map to slots (sinks first,
+/// then the ring), runs of consecutive slots as pieces.
+#[derive(Clone, Copy)]
+struct Slots<'a, F> {
+    k: &'a [F],
+    v: &'a [F],
+    ring: &'a Ring,
+}
+
+impl<F> Keys<F> for Slots<'_, F> {
+    #[inline(always)]
+    fn pieces(&self, a: u64, b: u64, mut f: impl FnMut(u64, &[F], &[F])) {
+        let (d, dv) = (self.ring.d, self.ring.dv);
+        self.ring.for_each_slot_run((a, b), |pos0, slot0, n| {
+            let kr = self.k.get(slot0 * d..(slot0 + n) * d).unwrap_or(&[]);
+            let vr = self.v.get(slot0 * dv..(slot0 + n) * dv).unwrap_or(&[]);
+            f(pos0, kr, vr);
+        });
+    }
+}
+
+mod sealed {
+    use softmax_core::Float;
+
+    /// What a storage gives the cache: its element type and its key and value buffers
+    /// (`kv_heads × capacity × d` keys, `kv_heads × capacity × dv` values, row-major).
+    pub trait Sealed {
+        /// The element type.
+        type Elem: Float;
+        /// The keys.
+        fn keys(&self) -> &[Self::Elem];
+        /// The values.
+        fn values(&self) -> &[Self::Elem];
+        /// Both, mutable.
+        fn both_mut(&mut self) -> (&mut [Self::Elem], &mut [Self::Elem]);
+    }
+}
+
+/// Where a [`Cache`] keeps its keys and values: inline arrays whose sizes are const generics
+/// ([`Inline`], the storage of a [`KvCache`]), or buffers the caller lends ([`Borrowed`], the
+/// storage of a [`KvCacheSlice`]). Sealed: these two are the storages there are.
+pub trait Storage: sealed::Sealed {}
+
+/// The storage of a [`KvCache`]: `HKV` kv heads of `CAP` slots of `D` key and `DV` value
+/// elements, inside the value (`size_of` is constant from the first token to the last).
+#[derive(Clone, Debug)]
+pub struct Inline<F, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> {
+    k: [[[F; D]; CAP]; HKV],
+    v: [[[F; DV]; CAP]; HKV],
+}
+
+impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> Storage
+    for Inline<F, HKV, CAP, D, DV>
+{
+}
+
+impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> sealed::Sealed
+    for Inline<F, HKV, CAP, D, DV>
+{
+    type Elem = F;
+    fn keys(&self) -> &[F] {
+        self.k.as_flattened().as_flattened()
+    }
+    fn values(&self) -> &[F] {
+        self.v.as_flattened().as_flattened()
+    }
+    fn both_mut(&mut self) -> (&mut [F], &mut [F]) {
+        (
+            self.k.as_flattened_mut().as_flattened_mut(),
+            self.v.as_flattened_mut().as_flattened_mut(),
+        )
+    }
+}
+
+/// The storage of a [`KvCacheSlice`]: key and value buffers the caller lends.
+#[derive(Debug)]
+pub struct Borrowed<'a, F> {
+    k: &'a mut [F],
+    v: &'a mut [F],
+}
+
+impl<F: Float> Storage for Borrowed<'_, F> {}
+
+impl<F: Float> sealed::Sealed for Borrowed<'_, F> {
+    type Elem = F;
+    fn keys(&self) -> &[F] {
+        self.k
+    }
+    fn values(&self) -> &[F] {
+        self.v
+    }
+    fn both_mut(&mut self) -> (&mut [F], &mut [F]) {
+        (self.k, self.v)
+    }
+}
+
+/// The streaming causal decoder over a KV cache: [`push`](Self::push) each token's keys and
+/// values, then [`attend`](Self::attend) with its query (or both at once:
+/// [`decode`](Self::decode)). One implementation for either storage: [`KvCache`] (inline, sizes
+/// fixed at compile time) and [`KvCacheSlice`] (the caller's buffers, sizes known at run time).
 ///
 /// With a [`Window`], the cache keeps the first `sinks` tokens and a ring buffer of the most
 /// recent `size` (no shifting: the oldest slot is overwritten), so an endless stream needs
-/// `sinks + size <= CAP` slots and every token costs the same (set by `sinks + size`, not by the
-/// stream's length). Positions are absolute (a `u64` count), so ALiBi and the window see the
-/// same distances as the full computation: the outputs equal [`attention`](crate::attention)
-/// with [`Causal::BottomRight`] over the whole stream and the same options, **bit for bit**
-/// (the key blocks sit on the same grid; `harness/tests/attention_properties.rs`).
+/// `sinks + size <= capacity` slots and every token costs the same (set by `sinks + size`, not
+/// by the stream's length). The window is given once, when the cache is made. Positions are
+/// absolute (a `u64` count), so ALiBi and the window see the same distances as the full
+/// computation: the outputs equal [`attention`](crate::attention) with
+/// [`Causal::BottomRight`](crate::Causal::BottomRight) over the whole stream, with that window
+/// and those sinks and the same score options, **bit for bit** (the same tile loop over the same
+/// key blocks).
 ///
 /// # Examples
 ///
 /// ```
-/// use attention_core::{KvCache, Options, Output, Window, backend::Poly};
+/// use attention_core::{DecodeOptions, KvCache, Output, Window, backend::Poly};
 /// // 2 query heads sharing 1 kv head, d = dv = 4, a window of 3 tokens plus 1 sink.
 /// let mut cache = KvCache::<f32, 1, 4, 4, 4>::new(Some(Window::new(3, 1)))?;
-/// let opts = Options::new().with_window(3).with_sinks(1);
 /// let mut o = [0.0f32; 8];
 /// for t in 0..10 {
 ///     let x = t as f32;
 ///     let (k, v) = ([x, 1.0, 0.0, 0.0], [x, x, x, x]);
 ///     let q = [1.0f32; 8];
-///     cache.decode(Poly, &q, &k, &v, &opts, Output::new(&mut o))?;
+///     cache.decode(Poly, &q, &k, &v, &DecodeOptions::new(), Output::new(&mut o))?;
 /// }
 /// assert_eq!((cache.len(), cache.cached()), (10, 4)); // sink 0 and tokens 7, 8, 9
 /// assert!(o[0] > 7.0 && o[0] < 9.0);
 /// # Ok::<(), attention_core::Error>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct KvCache<F, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> {
-    k: [[[F; D]; CAP]; HKV],
-    v: [[[F; DV]; CAP]; HKV],
+pub struct Cache<S> {
+    store: S,
     ring: Ring,
 }
 
+/// A KV cache for one layer with a capacity fixed at compile time: `HKV` key/value heads of
+/// widths `D` (keys) and `DV` (values), `CAP` token slots, stored inline
+/// (`size_of::<Self>()`, constant from the first token to the last). The methods are
+/// [`Cache`]'s.
+pub type KvCache<F, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> =
+    Cache<Inline<F, HKV, CAP, D, DV>>;
+
+/// A KV cache over storage the caller provides, for dimensions known only at run time:
+/// `k_store` holds `kv_heads × capacity × d` values, `v_store` `kv_heads × capacity × dv`
+/// (the capacity is `k_store.len() / (kv_heads·d)`). The methods are [`Cache`]'s: the same
+/// results as a [`KvCache`] of the same sizes.
+pub type KvCacheSlice<'a, F> = Cache<Borrowed<'a, F>>;
+
 impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usize>
-    KvCache<F, HKV, CAP, D, DV>
+    Cache<Inline<F, HKV, CAP, D, DV>>
 {
     /// An empty cache: keeping every token (`None`, at most `CAP` of them) or evicting by a
     /// [`Window`].
@@ -414,21 +450,66 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
     /// # Ok::<(), attention_core::Error>(())
     /// ```
     pub fn new(window: Option<Window>) -> Result<Self, Error> {
-        Ok(KvCache {
-            k: [[[F::ZERO; D]; CAP]; HKV],
-            v: [[[F::ZERO; DV]; CAP]; HKV],
+        Ok(Cache {
+            store: Inline {
+                k: [[[F::ZERO; D]; CAP]; HKV],
+                v: [[[F::ZERO; DV]; CAP]; HKV],
+            },
             ring: Ring::new(HKV, D, DV, CAP, window)?,
         })
     }
+}
 
-    /// Appends one token's keys (`HKV × D`) and values (`HKV × DV`), evicting the oldest
-    /// window token if the window is full.
+impl<'a, F: Float> Cache<Borrowed<'a, F>> {
+    /// An empty cache over `k_store` and `v_store` (see [`KvCacheSlice`]), keeping every token
+    /// or evicting by a [`Window`].
     ///
     /// # Errors
     ///
-    /// [`Error::LengthMismatch`]; [`Error::CacheFull`] if the cache would need more than `CAP`
-    /// tokens (no window and `CAP` tokens already, or `sinks + size > CAP`); the cache is
-    /// unchanged then.
+    /// [`Error::ZeroDim`] for a zero dimension; [`Error::LengthMismatch`] if the stores do not
+    /// hold the same whole number of slots; [`Error::InvalidWindow`] for a window of size 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use attention_core::KvCacheSlice;
+    /// let (mut ks, mut vs) = ([0.0f64; 12], [0.0f64; 6]);
+    /// let c = KvCacheSlice::new(&mut ks, &mut vs, 1, 2, 1, None)?;
+    /// assert_eq!(c.capacity(), 6);
+    /// # Ok::<(), attention_core::Error>(())
+    /// ```
+    pub fn new(
+        k_store: &'a mut [F],
+        v_store: &'a mut [F],
+        kv_heads: usize,
+        d: usize,
+        dv: usize,
+        window: Option<Window>,
+    ) -> Result<Self, Error> {
+        let ring0 = Ring::new(kv_heads, d, dv, 0, window)?;
+        let row = mul(kv_heads, d)?;
+        let cap = k_store.len().checked_div(row).unwrap_or(0);
+        check_len("k_store", mul(cap, row)?, k_store.len())?;
+        check_len("v_store", mul(mul(cap, kv_heads)?, dv)?, v_store.len())?;
+        Ok(Cache {
+            store: Borrowed {
+                k: k_store,
+                v: v_store,
+            },
+            ring: Ring { cap, ..ring0 },
+        })
+    }
+}
+
+impl<S: Storage> Cache<S> {
+    /// Appends one token's keys (`kv_heads × d`) and values (`kv_heads × dv`), evicting the
+    /// oldest window token if the window is full.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LengthMismatch`]; [`Error::CacheFull`] if the cache would need more than its
+    /// capacity (no window and that many tokens already, or `sinks + size` above it); the cache
+    /// is unchanged then.
     ///
     /// # Examples
     ///
@@ -439,53 +520,44 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
     /// assert_eq!(c.push(&[1.0, 2.0], &[3.0]), Err(Error::CacheFull { capacity: 1 }));
     /// # Ok::<(), attention_core::Error>(())
     /// ```
-    pub fn push(&mut self, k: &[F], v: &[F]) -> Result<(), Error> {
-        self.ring.push(
-            self.k.as_flattened_mut().as_flattened_mut(),
-            self.v.as_flattened_mut().as_flattened_mut(),
-            k,
-            v,
-        )
+    pub fn push(&mut self, k: &[S::Elem], v: &[S::Elem]) -> Result<(), Error> {
+        let (ks, vs) = self.store.both_mut();
+        self.ring.push(ks, vs, k, v)
     }
 
-    /// Attention of the newest token's queries (`heads × D`, `heads` a multiple of `HKV`) over
-    /// the cached tokens, into `out` (`heads × DV`, optional lse and entropy, `heads` each).
-    /// `opts` gives the scale, ALiBi, soft-cap and sink logits; its window and sinks must be the
-    /// cache's.
+    /// Attention of the newest token's queries (`heads × d`, `heads` a multiple of the kv
+    /// heads) over the cached tokens, into `out` (`heads × dv`, optional lse and entropy,
+    /// `heads` each). `opts` gives the scale, ALiBi, soft-cap and sink logits; the causal rule
+    /// and the cache's window and sinks apply.
+    ///
+    /// Accuracy: as [`attention`](crate::attention) (it is the same computation).
     ///
     /// # Errors
     ///
-    /// [`Error::EmptyCache`] before the first push; [`Error::UnsupportedOption`] for a mask, a
-    /// bias, top-left causality, or a window/sinks other than the cache's; otherwise as
+    /// [`Error::EmptyCache`] before the first push; otherwise as
     /// [`attention`](crate::attention).
     ///
     /// # Examples
     ///
     /// ```
-    /// use attention_core::{KvCache, Options, Output, backend::Poly};
+    /// use attention_core::{DecodeOptions, KvCache, Output, backend::Poly};
     /// let mut c = KvCache::<f64, 1, 8, 2, 1>::new(None)?;
     /// c.push(&[0.0, 0.0], &[1.0])?;
     /// c.push(&[0.0, 0.0], &[3.0])?;
     /// let mut o = [0.0];
-    /// c.attend(Poly, &[1.0, 1.0], &Options::new(), Output::new(&mut o))?;
+    /// c.attend(Poly, &[1.0, 1.0], &DecodeOptions::new(), Output::new(&mut o))?;
     /// assert_eq!(o, [2.0]); // equal scores: the mean
     /// # Ok::<(), attention_core::Error>(())
     /// ```
-    pub fn attend<B: Backend<F>>(
+    pub fn attend<B: Backend<S::Elem>>(
         &self,
         backend: B,
-        q: &[F],
-        opts: &Options<'_, F>,
-        out: Output<'_, F>,
+        q: &[S::Elem],
+        opts: &DecodeOptions<'_, S::Elem>,
+        out: Output<'_, S::Elem>,
     ) -> Result<(), Error> {
-        self.ring.attend(
-            backend,
-            self.k.as_flattened().as_flattened(),
-            self.v.as_flattened().as_flattened(),
-            q,
-            opts,
-            out,
-        )
+        let stores = (self.store.keys(), self.store.values());
+        self.ring.attend(backend, stores, q, opts, out)
     }
 
     /// [`push`](Self::push) then [`attend`](Self::attend): one step of the decoder.
@@ -497,21 +569,21 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
     /// # Examples
     ///
     /// ```
-    /// use attention_core::{KvCache, Options, Output, backend::Poly};
+    /// use attention_core::{DecodeOptions, KvCache, Output, backend::Poly};
     /// let mut c = KvCache::<f32, 1, 4, 1, 1>::new(None)?;
     /// let mut o = [0.0f32];
-    /// c.decode(Poly, &[1.0], &[0.5], &[9.0], &Options::new(), Output::new(&mut o))?;
+    /// c.decode(Poly, &[1.0], &[0.5], &[9.0], &DecodeOptions::new(), Output::new(&mut o))?;
     /// assert_eq!(o, [9.0]);
     /// # Ok::<(), attention_core::Error>(())
     /// ```
-    pub fn decode<B: Backend<F>>(
+    pub fn decode<B: Backend<S::Elem>>(
         &mut self,
         backend: B,
-        q: &[F],
-        k: &[F],
-        v: &[F],
-        opts: &Options<'_, F>,
-        out: Output<'_, F>,
+        q: &[S::Elem],
+        k: &[S::Elem],
+        v: &[S::Elem],
+        opts: &DecodeOptions<'_, S::Elem>,
+        out: Output<'_, S::Elem>,
     ) -> Result<(), Error> {
         self.push(k, v)?;
         self.attend(backend, q, opts, out)
@@ -556,7 +628,7 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
         self.ring.held(self.ring.len) as usize
     }
 
-    /// The capacity `CAP`, in tokens.
+    /// The capacity, in tokens.
     ///
     /// # Examples
     ///
@@ -565,7 +637,7 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
     /// # Ok::<(), attention_core::Error>(())
     /// ```
     pub fn capacity(&self) -> usize {
-        CAP
+        self.ring.cap
     }
 
     /// The eviction rule.
@@ -591,234 +663,6 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
     /// c.push(&[0.0], &[0.0])?;
     /// c.clear();
     /// assert!(c.is_empty());
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn clear(&mut self) {
-        self.ring.len = 0;
-    }
-}
-
-/// The decoder of [`KvCache`] over storage the caller provides, for dimensions known only at
-/// run time: `k_store` holds `kv_heads × capacity × d` values, `v_store`
-/// `kv_heads × capacity × dv` (the capacity is `k_store.len() / (kv_heads·d)`). Same methods,
-/// same results.
-///
-/// # Examples
-///
-/// ```
-/// use attention_core::{KvCacheSlice, Options, Output, Window, backend::Poly};
-/// let (mut ks, mut vs) = ([0.0f32; 2 * 5 * 4], [0.0f32; 2 * 5 * 2]); // 2 kv heads, 5 slots
-/// let mut c = KvCacheSlice::new(&mut ks, &mut vs, 2, 4, 2, Some(Window::new(4, 1)))?;
-/// assert_eq!(c.capacity(), 5);
-/// let mut o = [0.0f32; 4 * 2]; // 4 query heads
-/// for _ in 0..20 {
-///     c.decode(Poly, &[0.5; 16], &[1.0; 8], &[2.0; 4], &Options::new().with_window(4).with_sinks(1),
-///         Output::new(&mut o))?;
-/// }
-/// assert_eq!(o, [2.0; 8]);
-/// # Ok::<(), attention_core::Error>(())
-/// ```
-#[derive(Debug)]
-pub struct KvCacheSlice<'a, F> {
-    k: &'a mut [F],
-    v: &'a mut [F],
-    ring: Ring,
-}
-
-impl<'a, F: Float> KvCacheSlice<'a, F> {
-    /// An empty cache over `k_store` and `v_store` (see the type's docs), keeping every token
-    /// or evicting by a [`Window`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ZeroDim`] for a zero dimension; [`Error::LengthMismatch`] if the stores do not
-    /// hold the same whole number of slots; [`Error::InvalidWindow`] for a window of size 0.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use attention_core::KvCacheSlice;
-    /// let (mut ks, mut vs) = ([0.0f64; 12], [0.0f64; 6]);
-    /// let c = KvCacheSlice::new(&mut ks, &mut vs, 1, 2, 1, None)?;
-    /// assert_eq!(c.capacity(), 6);
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn new(
-        k_store: &'a mut [F],
-        v_store: &'a mut [F],
-        kv_heads: usize,
-        d: usize,
-        dv: usize,
-        window: Option<Window>,
-    ) -> Result<Self, Error> {
-        let ring0 = Ring::new(kv_heads, d, dv, 0, window)?;
-        let row = mul(kv_heads, d)?;
-        let cap = k_store.len().checked_div(row).unwrap_or(0);
-        check_len("k_store", mul(cap, row)?, k_store.len())?;
-        check_len("v_store", mul(mul(cap, kv_heads)?, dv)?, v_store.len())?;
-        Ok(KvCacheSlice {
-            k: k_store,
-            v: v_store,
-            ring: Ring { cap, ..ring0 },
-        })
-    }
-
-    /// As [`KvCache::push`].
-    ///
-    /// # Errors
-    ///
-    /// As [`KvCache::push`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use attention_core::{Error, KvCacheSlice};
-    /// let (mut ks, mut vs) = ([0.0f32; 1], [0.0f32; 1]);
-    /// let mut c = KvCacheSlice::new(&mut ks, &mut vs, 1, 1, 1, None)?;
-    /// c.push(&[1.0], &[1.0])?;
-    /// assert_eq!(c.push(&[1.0], &[1.0]), Err(Error::CacheFull { capacity: 1 }));
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn push(&mut self, k: &[F], v: &[F]) -> Result<(), Error> {
-        self.ring.push(self.k, self.v, k, v)
-    }
-
-    /// As [`KvCache::attend`].
-    ///
-    /// # Errors
-    ///
-    /// As [`KvCache::attend`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use attention_core::{Error, KvCacheSlice, Options, Output, backend::Poly};
-    /// let (mut ks, mut vs) = ([0.0f32; 4], [0.0f32; 4]);
-    /// let c = KvCacheSlice::new(&mut ks, &mut vs, 1, 1, 1, None)?;
-    /// let mut o = [0.0f32];
-    /// assert_eq!(c.attend(Poly, &[1.0], &Options::new(), Output::new(&mut o)), Err(Error::EmptyCache));
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn attend<B: Backend<F>>(
-        &self,
-        backend: B,
-        q: &[F],
-        opts: &Options<'_, F>,
-        out: Output<'_, F>,
-    ) -> Result<(), Error> {
-        self.ring.attend(backend, self.k, self.v, q, opts, out)
-    }
-
-    /// As [`KvCache::decode`].
-    ///
-    /// # Errors
-    ///
-    /// As [`KvCache::decode`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use attention_core::{KvCacheSlice, Options, Output, backend::Poly};
-    /// let (mut ks, mut vs) = ([0.0f32; 4], [0.0f32; 4]);
-    /// let mut c = KvCacheSlice::new(&mut ks, &mut vs, 1, 1, 1, None)?;
-    /// let mut o = [0.0f32];
-    /// c.decode(Poly, &[1.0], &[1.0], &[4.0], &Options::new(), Output::new(&mut o))?;
-    /// assert_eq!(o, [4.0]);
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn decode<B: Backend<F>>(
-        &mut self,
-        backend: B,
-        q: &[F],
-        k: &[F],
-        v: &[F],
-        opts: &Options<'_, F>,
-        out: Output<'_, F>,
-    ) -> Result<(), Error> {
-        self.push(k, v)?;
-        self.attend(backend, q, opts, out)
-    }
-
-    /// As [`KvCache::len`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let (mut ks, mut vs) = ([0.0f32; 4], [0.0f32; 4]);
-    /// let c = attention_core::KvCacheSlice::new(&mut ks, &mut vs, 1, 1, 1, None)?;
-    /// assert_eq!(c.len(), 0);
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn len(&self) -> u64 {
-        self.ring.len
-    }
-
-    /// As [`KvCache::is_empty`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let (mut ks, mut vs) = ([0.0f32; 4], [0.0f32; 4]);
-    /// let c = attention_core::KvCacheSlice::new(&mut ks, &mut vs, 1, 1, 1, None)?;
-    /// assert!(c.is_empty());
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn is_empty(&self) -> bool {
-        self.ring.len == 0
-    }
-
-    /// As [`KvCache::cached`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let (mut ks, mut vs) = ([0.0f32; 4], [0.0f32; 4]);
-    /// let c = attention_core::KvCacheSlice::new(&mut ks, &mut vs, 1, 1, 1, None)?;
-    /// assert_eq!(c.cached(), 0);
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn cached(&self) -> usize {
-        self.ring.held(self.ring.len) as usize
-    }
-
-    /// The capacity, in tokens.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let (mut ks, mut vs) = ([0.0f32; 4], [0.0f32; 4]);
-    /// let c = attention_core::KvCacheSlice::new(&mut ks, &mut vs, 1, 1, 1, None)?;
-    /// assert_eq!(c.capacity(), 4);
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn capacity(&self) -> usize {
-        self.ring.cap
-    }
-
-    /// The eviction rule.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let (mut ks, mut vs) = ([0.0f32; 4], [0.0f32; 4]);
-    /// let c = attention_core::KvCacheSlice::new(&mut ks, &mut vs, 1, 1, 1, None)?;
-    /// assert_eq!(c.window(), None);
-    /// # Ok::<(), attention_core::Error>(())
-    /// ```
-    pub fn window(&self) -> Option<Window> {
-        self.ring.window
-    }
-
-    /// As [`KvCache::clear`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let (mut ks, mut vs) = ([0.0f32; 4], [0.0f32; 4]);
-    /// let mut c = attention_core::KvCacheSlice::new(&mut ks, &mut vs, 1, 1, 1, None)?;
-    /// c.push(&[1.0], &[1.0])?;
-    /// c.clear();
-    /// assert_eq!(c.len(), 0);
     /// # Ok::<(), attention_core::Error>(())
     /// ```
     pub fn clear(&mut self) {

@@ -15,7 +15,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use attention_core::backend::Poly;
-use attention_core::{attention, Causal, Dims, KvCache, Options, Output, Qkv, Window};
+use attention_core::{
+    attention, Causal, DecodeOptions, Dims, KvCache, Options, Output, Qkv, Window,
+};
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn vals(n: usize, seed: u64) -> Vec<f32> {
@@ -129,11 +131,8 @@ const SINKS: usize = 4;
 const W: usize = 1020;
 type Cache = KvCache<f32, HKV_S, 1024, D, D>;
 
-fn stream_opts() -> Options<'static, f32> {
-    Options::new()
-        .with_causal(Causal::BottomRight)
-        .with_window(W)
-        .with_sinks(SINKS)
+fn stream_opts() -> DecodeOptions<'static, f32> {
+    DecodeOptions::new()
 }
 
 /// A decoder that has seen `n` tokens (pushed without attending, which is cheap).

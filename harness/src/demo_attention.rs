@@ -14,7 +14,9 @@ use std::io::Write;
 use std::time::Instant;
 
 use attention_core::backend::Poly;
-use attention_core::{attention, Causal, Dims, KvCache, Options, Output, Qkv, Window};
+use attention_core::{
+    attention, Causal, DecodeOptions, Dims, KvCache, Options, Output, Qkv, Window,
+};
 
 const H: usize = 8;
 const HKV: usize = 2;
@@ -67,11 +69,7 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
         "  {total} tokens, {H} query heads over {HKV} kv heads (GQA), d = {D}; StreamingLLM eviction: \
          {SINKS} sinks + a window of {W}, ALiBi"
     )?;
-    let opts = Options::<f32>::new()
-        .with_causal(Causal::BottomRight)
-        .with_window(W)
-        .with_sinks(SINKS)
-        .with_alibi(true);
+    let opts = DecodeOptions::<f32>::new().with_alibi(true);
     let mut cache: Box<Cache> = match Cache::new(Some(Window::new(W, SINKS))) {
         Ok(c) => Box::new(c),
         Err(e) => return writeln!(out, "  cannot build the cache: {e}"),
@@ -168,7 +166,11 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
         Poly,
         &dims,
         Qkv::new(&pq, &pk, &pv),
-        &opts,
+        &Options::new()
+            .with_causal(Causal::BottomRight)
+            .with_window(W)
+            .with_sinks(SINKS)
+            .with_alibi(true),
         Output::new(&mut full),
     ) {
         return writeln!(out, "  full attention failed: {e}");

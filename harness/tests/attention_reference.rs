@@ -14,8 +14,8 @@ mod attention_ref;
 use attention_core::backend::{Libm, Poly};
 use attention_core::{
     alibi_slope, alibi_slopes, attention, attention_finish, attention_partial, default_scale,
-    merge_partials, Causal, Dims, Error, Float, KvCacheSlice, Options, Output, Qkv, QueryState,
-    Window,
+    merge_partials, Causal, DecodeOptions, Dims, Error, Float, KvCacheSlice, Options, Output, Qkv,
+    QueryState, Window,
 };
 use attention_ref::{
     alibi_slopes as ref_alibi_slopes, backward as ref_backward, forward, Case, Rng,
@@ -464,13 +464,9 @@ fn check_stream(c: &Case, what: &str) {
         vec![0.0f32; c.kv_heads * cap * c.dv],
     );
     let mut cache = KvCacheSlice::new(&mut ks, &mut vs, c.kv_heads, c.d, c.dv, window).unwrap();
-    let mut opts = Options::new()
-        .with_causal(Causal::BottomRight)
+    let mut opts = DecodeOptions::new()
         .with_alibi(c.alibi)
         .with_sink_logits(&z);
-    if let Some(w) = c.window {
-        opts = opts.with_window(w).with_sinks(c.sinks);
-    }
     if let Some(s) = c.scale {
         opts = opts.with_scale(s as f32);
     }

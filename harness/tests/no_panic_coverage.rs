@@ -4,9 +4,9 @@
 //!
 //! The public surface is read from softmax-core's sources (not from a list kept here):
 //!
-//! * `pub fn` in `lib.rs`/`ops.rs` (the crate root) → `softmax_core::name(`;
+//! * `pub fn` in `lib.rs`/`slice.rs` (the crate root) → `softmax_core::name(`;
 //! * `pub fn` in `rows.rs` → `rows::name(`, in `array.rs` → `array::name(` (and so on for the
-//!   other public modules: `simd`, `linalg`, `special`, `fast`);
+//!   other public modules: `chunks`, `simd`, `linalg`, `linalg::within`, `special`, `fast`);
 //! * `pub fn` in an `impl Type` block (`lse.rs`, `spec.rs`, `backend/*`): with a `self` receiver →
 //!   `.name(`, without → `Type::name(`;
 //! * the methods of the public traits `Backend` and `Float` → `B::name(` / `F::name(` (or `.name(`
@@ -258,16 +258,20 @@ fn all_requirements() -> Vec<Required> {
         |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let mut files: Vec<(String, String)> = [
         ("lib.rs", "softmax_core"),
-        ("ops.rs", "softmax_core"),
+        ("error.rs", "softmax_core"),
+        ("slice.rs", "softmax_core"),
         ("rows.rs", "rows"),
         ("array.rs", "array"),
         ("lse.rs", "softmax_core"),
         ("spec.rs", "softmax_core"),
         ("float.rs", "softmax_core"),
+        ("chunks.rs", "chunks"),
         ("simd.rs", "simd"),
-        ("linalg.rs", "linalg"),
+        ("linalg/mod.rs", "linalg"),
+        ("linalg/within.rs", "within"),
         ("special.rs", "special"),
-        ("fast.rs", "fast"),
+        ("fast/mod.rs", "fast"),
+        ("fast/passes.rs", "fast"),
         ("online.rs", "softmax_core"),
     ]
     .iter()
@@ -287,14 +291,14 @@ fn all_requirements() -> Vec<Required> {
     for (file, module) in &files {
         out.extend(requirements(file, &read(&src.join(file)), module));
     }
-    // `pub use ops::{a, b, ...};` in lib.rs: the names users call through the crate root.
+    // `pub use slice::{a, b, ...};` in lib.rs: the names users call through the crate root.
     let lib = strip_comments(&read(&src.join("lib.rs")));
-    if let Some((_, rest)) = lib.split_once("pub use ops::{") {
+    if let Some((_, rest)) = lib.split_once("pub use slice::{") {
         let list = rest.split('}').next().unwrap_or("");
         for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             out.push(Required {
                 pattern: format!("softmax_core::{name}("),
-                origin: format!("lib.rs: pub use ops::{name}"),
+                origin: format!("lib.rs: pub use slice::{name}"),
             });
         }
     }

@@ -227,7 +227,8 @@ impl<F: Float> Scale<F> for Unit {
 ///
 /// Halving is exact (barring subnormals, where it moves a value by at most 2⁻¹⁵⁰) and the halved
 /// difference cannot overflow, so rows spanning more than the float range still give the exact
-/// quotient when τ > 1, as CONFORMANCE.md requires; for τ < 1 an overflowing difference means the
+/// quotient when τ > 1 (no spurious overflow, the crate's edge semantics); for τ < 1 an
+/// overflowing difference means the
 /// exact quotient overflows too (to `-inf`, whose exp is the true limit 0). Both parts are
 /// divided, not multiplied by `1/τ`, which overflows for τ < 1/MAX (and `0·inf` is NaN). One type
 /// for both cases (a run-time factor, one multiply) keeps the code size of every kernel at two
@@ -487,9 +488,8 @@ pub(crate) fn term<F: Float, B: Backend<F>, S: Scale<F>>(s: S, m: F, x: F) -> F 
 
 /// How many terms the exp pass evaluates side by side: on vector targets a chunk of 16 gives the
 /// out-of-order core two independent dependency chains per AVX2 instruction stream (four with
-/// SSE2), measured 20% faster than one vector at a time with AVX2 and as fast as 32 (which
-/// spills registers at the SSE2 level); scalar cores take one value at a time (a chunk would
-/// only multiply code size). Elementwise, so it does not affect any result bit.
+/// SSE2; 32 spills registers at the SSE2 level); scalar cores take one value at a time (a
+/// chunk would only multiply code size). Elementwise, so it does not affect any result bit.
 pub(crate) const EXP_W: usize = if LANE_PARALLEL { 16 } else { 1 };
 
 /// [`term`] for a chunk of `W` values, evaluated side by side ([`Backend::exp_pow2_chunk`]).
@@ -666,12 +666,10 @@ impl<F: Float> TermSum<F> {
 /// log_softmax rows at least this long take two passes over their values instead of three: an
 /// online pass that finds the maximum and the sum together over L1-sized blocks
 /// ([`online_sum`]), and the output pass (which needs no exp). Such rows do not fit in the
-/// caches next to their output (2^17 f32 are 512 KiB), and reading them once less wins: 1.76
-/// against 1.89 ns per value at 16M values, 0.92 against 1.03 at 2^18 (one interleaved run).
+/// caches next to their output (2^17 f32 are 512 KiB), and reading them once less wins.
 /// softmax keeps its three passes at every length: its output pass would compute every exp a
-/// second time, and storing the terms in the exp pass and scaling them in place measured
-/// faster at every length from 2^18 (0.80 against 1.40 ns per value) to 2^24 (1.52 against
-/// 2.04).
+/// second time, and storing the terms in the exp pass and scaling them in place is the faster
+/// of the two at every length (the README's Speed section has the figures).
 pub(crate) const LONG_ROW: usize = 1 << 17;
 
 /// Values per block of [`online_sum`]: 16 KiB of f32, read from memory by the block's max scan

@@ -27,9 +27,8 @@
 //! * [`sparsemax`], [`argmax`] / [`hardmax`], [`gumbel_softmax`] (caller-supplied uniform noise),
 //!   [`temperature_for_entropy`].
 //! * [`fast`]: an explicitly chosen f32 softmax / log_softmax / logsumexp that gives up the exact
-//!   shift and the once-rounded exp for speed (1.3–1.7× the default kernels' softmax and
-//!   1.6–2.2× their log_softmax with AVX2+FMA), with its own measured accuracy and still the
-//!   same bits on every target.
+//!   shift and the once-rounded exp for speed on CPUs with AVX2 and FMA, with its own measured
+//!   accuracy and still the same bits on every target.
 //!
 //! And what the crates built on it (attention-core, loss-core) share, so that none of them grows
 //! its own copy of a max/exp/sum or dot-product loop:

@@ -460,6 +460,27 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// ```
     pub fn probs(&self, x: &[F], out: &mut [F]) -> Result<(), Error> {
         check_len(x.len(), out.len())?;
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = v;
+        }
+        self.probs_in_place(out);
+        Ok(())
+    }
+
+    /// [`probs`](Self::probs) in place: every value of `x` replaced by its probability under
+    /// this normaliser (the same bits), with no length to check.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use softmax_core::{LogSumExp, backend::Poly};
+    /// let mut st = LogSumExp::new(Poly);
+    /// st.push_slice(&[0.0f64, 0.0]);
+    /// let mut x = [0.0f64, f64::NEG_INFINITY];
+    /// st.probs_in_place(&mut x);
+    /// assert_eq!(x, [0.5, 0.0]);
+    /// ```
+    pub fn probs_in_place(&self, x: &mut [F]) {
         let st = *self;
         crate::simd::exec(
             #[inline(always)]
@@ -467,17 +488,16 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
                 if st.max.is_finite() && !x.iter().any(|&v| v > st.max) {
                     // The terms carry 2^TOP; fold its inverse into 1/Σ.
                     let inv = st.inv_sum() * kernel::untop::<F>();
-                    for (o, &v) in out.iter_mut().zip(x) {
-                        *o = kernel::term::<F, B, Unit>(Unit, st.max, v) * inv;
+                    for v in x.iter_mut() {
+                        *v = kernel::term::<F, B, Unit>(Unit, st.max, *v) * inv;
                     }
                 } else {
-                    for (o, &v) in out.iter_mut().zip(x) {
-                        *o = st.prob(v);
+                    for v in x.iter_mut() {
+                        *v = st.prob(*v);
                     }
                 }
             },
         );
-        Ok(())
     }
 
     /// `ln softmax` of every value of a slice under this normaliser, into `out`:

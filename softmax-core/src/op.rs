@@ -389,7 +389,7 @@ pub(crate) fn log_softmax_vjp<F: Float, B: Backend<F>>(y: &[F], dy: &[F], dx: &m
     });
 }
 
-/// log_softmax VJP from the logits, as CONFORMANCE.md defines it: entries that are masked or
+/// log_softmax VJP from the logits: entries that are masked or
 /// `-inf` are constants (`dx = 0`, their `dy` not summed); every other entry takes part, also one
 /// whose log-probability overflowed to `-inf` (a row spanning more than the float range) and the
 /// finite entries of a row with `+inf` ones (limit distribution): `dx = (dy − p·Σdy)/τ`. A NaN

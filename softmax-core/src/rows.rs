@@ -368,7 +368,7 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
 
 /// log_softmax VJP for each row, from the logits `x` (with the spec's temperature and mask) and
 /// upstream `dy`: `dx = (dy − softmax·Σdy)/τ`, where masked and `-inf` logits are constants
-/// (`dx = 0`, their `dy` not summed), exactly as `shared/CONFORMANCE.md` specifies.
+/// (`dx = 0`, their `dy` not summed), and every other entry takes part.
 ///
 /// Prefer this to [`log_softmax_vjp`] when the logits are at hand: from the output alone a masked
 /// entry cannot be told from a finite logit whose log-probability overflowed to `-inf` (a row

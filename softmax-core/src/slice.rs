@@ -399,8 +399,8 @@ pub fn softmax_vjp<F: Float>(y: &[F], dy: &[F], dx: &mut [F]) -> Result<(), Erro
 /// not enter the sum. From `y` alone that also freezes a finite logit whose log-probability
 /// overflowed to `-inf` (only in rows spanning more than the float range) and the finite entries
 /// of a row with `+inf` logits; [`rows::log_softmax_vjp_from_logits`](crate::rows::log_softmax_vjp_from_logits)
-/// and [`log_softmax_vjp_from_logits`] take the logits and handle those as CONFORMANCE.md
-/// specifies.
+/// and [`log_softmax_vjp_from_logits`] take the logits and let those take part, as the
+/// gradient of the limit distribution requires.
 ///
 /// Accuracy: `Σ dy` is compensated; `e^y` carries the backend's exp error.
 ///
@@ -437,7 +437,7 @@ pub fn log_softmax_vjp<F: Float, B: Backend<F>>(
 
 /// Backward pass of log_softmax for one row, from the logits `x` and upstream `dy`:
 /// `dx = dy − softmax(x)·Σ dy`, where `-inf` logits are constants (`dx = 0`, their `dy` not
-/// summed) and every other entry takes part, as CONFORMANCE.md specifies. Prefer it to
+/// summed) and every other entry takes part. Prefer it to
 /// [`log_softmax_vjp`] when the logits are at hand: from the output alone a finite logit whose
 /// log-probability overflowed to `-inf` cannot be told from a masked one, nor can the finite
 /// entries of a row with `+inf` logits (they take part in the limit distribution's gradient).

@@ -5,7 +5,8 @@ use core::hint::black_box;
 
 use attention_core::backend::{Backend, Libm, Poly};
 use attention_core::{
-    Causal, Dims, Grads, KvCache, KvCacheSlice, Options, Output, Qkv, QueryState, Saved, Window,
+    Cache, Causal, DecodeOptions, Dims, Grads, Inline, KvCache, KvCacheSlice, Options, Output, Qkv,
+    QueryState, Saved, Window,
 };
 use softmax_core::Float;
 
@@ -175,16 +176,23 @@ fn with_backend<F: Float, B: Backend<F>>() {
 
     // The decoders.
     let window = black_box(Some(Window::new(black_box(4), black_box(1))));
+    let sink = opaque::<F, 2>(4.0);
     let stream_opts = black_box(
-        Options::new()
-            .with_window(black_box(4))
-            .with_sinks(black_box(1))
-            .with_alibi(black_box(true)),
+        DecodeOptions::new()
+            .with_alibi(black_box(true))
+            .with_softcap(black_box(F::from_f64(20.0)))
+            .with_sink_logits(black_box(&sink[..])),
     );
     let qt = opaque::<F, 8>(0.3);
     let kt = opaque::<F, 4>(0.6);
     let vt = opaque::<F, 2>(0.9);
     let mut ot = [F::ZERO; 4];
+    // The generic cache under its own name (the aliases below are the same type).
+    type InlineCache<F> = Cache<Inline<F, 1, 2, 4, 2>>;
+    let inline: Result<InlineCache<F>, _> = InlineCache::new(window);
+    if let Ok(c) = inline {
+        used(c.len());
+    }
     if let Ok(mut c) = KvCache::<F, 1, 5, 4, 2>::new(window) {
         for _ in 0..black_box(9) {
             used(c.decode(

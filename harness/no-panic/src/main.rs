@@ -96,12 +96,26 @@ fn with_backend<F: Float, B: Backend<F>>() {
     let spec_bias: Rows<'_, F> = black_box(Rows::new(n).with_bias(q));
     used(rows::softmax(b, x, y, &spec));
     used(rows::log_softmax(b, x, y, &spec_bias));
-    used(rows::softmax_in_place(b, y, &Rows::new(n).with_temperature(t)));
-    used(rows::log_softmax_in_place(b, y, &Rows::new(n).with_temperature(t)));
+    used(rows::softmax_in_place(
+        b,
+        y,
+        &Rows::new(n).with_temperature(t),
+    ));
+    used(rows::log_softmax_in_place(
+        b,
+        y,
+        &Rows::new(n).with_temperature(t),
+    ));
     used(rows::logsumexp(b, x, z, &spec));
     used(rows::entropy(b, x, z, &spec_bias));
     used(rows::kl_divergence(b, x, q, z, &spec));
-    used(rows::log_softmax_vjp(b, x, q, w, &Rows::new(n).with_temperature(t)));
+    used(rows::log_softmax_vjp(
+        b,
+        x,
+        q,
+        w,
+        &Rows::new(n).with_temperature(t),
+    ));
     used(rows::log_softmax_vjp_from_logits(b, x, q, w, &spec_bias));
     used(rows::gumbel_softmax(b, x, u, hard, y, &spec));
     used(rows::temperature_for_entropy(b, x, t, z, &spec_bias));
@@ -123,7 +137,13 @@ fn with_backend<F: Float, B: Backend<F>>() {
     used(array::kl_divergence(b, &a, &m));
     used(array::masked_softmax(b, &a, &black_box([true; 17])));
     used(array::softmax_with_bias(b, &a, &m));
-    used(array::gumbel_softmax(b, &a, &black_box([F::HALF; 17]), t, hard));
+    used(array::gumbel_softmax(
+        b,
+        &a,
+        &black_box([F::HALF; 17]),
+        t,
+        hard,
+    ));
     used(array::temperature_for_entropy(b, &a, t));
     used(array::softmax_rows(b, &a2));
     used(array::log_softmax_rows(b, &a2));
@@ -144,6 +164,7 @@ fn with_backend<F: Float, B: Backend<F>>() {
     black_box(s.prob(black_box(F::TWO)));
     used(s.probs(x, y));
     used(s.log_probs(x, z));
+    s.probs_in_place(black_box(&mut *y));
     black_box(s);
 
     // softmax with its logsumexp.
@@ -156,6 +177,12 @@ fn with_backend<F: Float, B: Backend<F>>() {
     let mut o2 = OnlineSoftmax::new(b);
     black_box(o2.update(z));
     black_box(o.merge(&black_box(o2)));
+    let (sink_w, r) = o.update_sink(black_box(F::TWO));
+    black_box((
+        sink_w,
+        r.value(),
+        r.scale(black_box(F::HALF), black_box(F::TWO)),
+    ));
     black_box(o.max());
     black_box(o.sum());
     black_box(o.inv_sum());
@@ -217,10 +244,20 @@ fn float_only<F: Float>() {
     black_box(spec.mask());
     black_box(spec_bias.mask());
 
-    used(rows::softmax_vjp(x, q, y, &Rows::new(n).with_temperature(t)));
+    used(rows::softmax_vjp(
+        x,
+        q,
+        y,
+        &Rows::new(n).with_temperature(t),
+    ));
     used(rows::sparsemax(x, y, &spec));
     used(rows::sparsemax(x, z, &spec_bias));
-    used(rows::sparsemax_vjp(x, q, y, &Rows::new(n).with_temperature(t)));
+    used(rows::sparsemax_vjp(
+        x,
+        q,
+        y,
+        &Rows::new(n).with_temperature(t),
+    ));
     used(rows::argmax(x, idx, &Rows::new(n)));
     used(rows::hardmax(x, y, &Rows::new(n)));
 
@@ -237,7 +274,19 @@ fn float_only<F: Float>() {
     used(linalg::matmul_nt(x, q, kk, y));
     used(linalg::matmul_nn(x, q, n, kk, y, black_box(true)));
     used(linalg::matmul_tn(x, q, n, kk, z, black_box(false)));
+    black_box(linalg::within::dot(x, q));
+    linalg::within::matmul_nt(x, q, kk, y);
+    linalg::within::matmul_nn(x, q, n, kk, y, black_box(true));
+    linalg::within::matmul_tn(x, q, n, kk, z, black_box(false));
     black_box(softmax_core::simd::dispatch(|| black_box(1u8)));
+
+    // The row chunker.
+    for r in softmax_core::chunks::chunks(x, black_box(3)) {
+        black_box(r);
+    }
+    for r in softmax_core::chunks::chunks_mut(&mut *z, black_box(3)) {
+        black_box(r);
+    }
 
     // The element-type trait.
     let v = black_box(F::HALF);
@@ -309,9 +358,21 @@ fn fast() {
     let y: &mut [f32] = black_box(&mut ys[..]);
     let z: &mut [f32] = black_box(&mut zs[..]);
     let n: usize = black_box(8);
-    used(softmax_core::fast::softmax(x, y, &softmax_core::Rows::new(n)));
-    used(softmax_core::fast::log_softmax(x, y, &softmax_core::Rows::new(n)));
-    used(softmax_core::fast::logsumexp(x, z, &softmax_core::Rows::new(n)));
+    used(softmax_core::fast::softmax(
+        x,
+        y,
+        &softmax_core::Rows::new(n),
+    ));
+    used(softmax_core::fast::log_softmax(
+        x,
+        y,
+        &softmax_core::Rows::new(n),
+    ));
+    used(softmax_core::fast::logsumexp(
+        x,
+        z,
+        &softmax_core::Rows::new(n),
+    ));
     used(softmax_core::fast::exp(black_box(-1.5)));
     used(softmax_core::fast::fma(
         black_box(1.5),

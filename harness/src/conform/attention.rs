@@ -22,8 +22,8 @@ use serde_json::Value;
 use softmax_core::backend::Poly;
 
 use attention_core::{
-    attention, attention_backward, Causal, Dims, Error as AttnError, Grads, KvCacheSlice, Options,
-    Output, Qkv, Saved, Window,
+    attention, attention_backward, Causal, DecodeOptions, Dims, Error as AttnError, Grads,
+    KvCacheSlice, Options, Output, Qkv, Saved, Window,
 };
 
 use super::request::{describe, Request};
@@ -407,6 +407,21 @@ impl Case {
         o
     }
 
+    /// The score options for the decoder (its window and sinks are the cache's).
+    fn decode_options(&self) -> DecodeOptions<'_, f32> {
+        let mut o = DecodeOptions::new().with_alibi(self.alibi);
+        if let Some(c) = self.scale {
+            o = o.with_scale(c);
+        }
+        if let Some(c) = self.softcap {
+            o = o.with_softcap(c);
+        }
+        if let Some(z) = &self.sink_logits {
+            o = o.with_sink_logits(z);
+        }
+        o
+    }
+
     fn qkv(&self) -> Qkv<'_, f32> {
         Qkv::new(&self.q, &self.k, &self.v)
     }
@@ -505,7 +520,7 @@ fn stream(req: &Request<'_>) -> Result<Outputs, Failure> {
     let mut k_store = zeros(product(product(needed, kv_heads)?, d)?, "cache")?;
     let mut v_store = zeros(product(product(needed, kv_heads)?, dv)?, "cache")?;
     let mut cache = KvCacheSlice::new(&mut k_store, &mut v_store, kv_heads, d, dv, window)?;
-    let opts = c.options();
+    let opts = c.decode_options();
     let mut o = zeros(product(product(heads, t)?, dv)?, "o")?;
     let (mut q_tok, mut k_tok, mut v_tok) = (
         zeros(product(heads, d)?, "q")?,

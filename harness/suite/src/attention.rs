@@ -7,7 +7,7 @@
 use attention_core::backend::Poly;
 use attention_core::{
     attention, attention_backward, attention_finish, attention_partial, merge_partials, Causal,
-    Dims, Error, Grads, KvCache, Options, Output, Qkv, QueryState, Saved, Window,
+    DecodeOptions, Dims, Error, Grads, KvCache, Options, Output, Qkv, QueryState, Saved, Window,
 };
 
 use crate::family::own_frame;
@@ -198,7 +198,7 @@ pub(crate) fn masks(ctx: &mut Ctx) {
 /// The streaming decoder over 300 tokens: 4 query heads over 2 kv heads, a window of 16 and 4
 /// sinks in a `KvCache` of exactly 20 slots (so the ring wraps many times), with ALiBi, a
 /// soft-cap and sink logits; every token's output, `lse` and entropy. Then a cache without a
-/// window running full, and the errors (cache full, mismatched options).
+/// window running full, and the errors (cache full, empty cache).
 pub(crate) fn stream(ctx: &mut Ctx) {
     const D: usize = 8;
     const DV: usize = 4;
@@ -212,10 +212,7 @@ pub(crate) fn stream(ctx: &mut Ctx) {
     };
     let mut sinks = [0.0f32; H];
     draw(ctx, 1.0, &mut sinks);
-    let opts = Options::new()
-        .with_causal(Causal::BottomRight)
-        .with_window(16)
-        .with_sinks(4)
+    let opts = DecodeOptions::new()
         .with_alibi(true)
         .with_softcap(4.0)
         .with_sink_logits(&sinks);
@@ -262,22 +259,27 @@ pub(crate) fn stream(ctx: &mut Ctx) {
         draw(ctx, 1.0, &mut q);
         draw(ctx, 1.0, &mut kv);
         let mut o = [0.0f32; 2];
-        let r = full.decode(Poly, &q, &kv, &kv, &Options::new(), Output::new(&mut o));
+        let r = full.decode(
+            Poly,
+            &q,
+            &kv,
+            &kv,
+            &DecodeOptions::new(),
+            Output::new(&mut o),
+        );
         feed_result(ctx, r);
         ctx.feed(&o);
     }
     let mut o = [0.0f32; 2];
-    let mismatched = full.attend(
-        Poly,
-        &[1.0, 1.0],
-        &Options::new().with_window(3),
-        Output::new(&mut o),
-    );
-    feed_result(ctx, mismatched);
     full.clear();
     feed_result(
         ctx,
-        full.attend(Poly, &[1.0, 1.0], &Options::new(), Output::new(&mut o)),
+        full.attend(
+            Poly,
+            &[1.0, 1.0],
+            &DecodeOptions::new(),
+            Output::new(&mut o),
+        ),
     );
 }
 

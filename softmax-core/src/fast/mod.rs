@@ -24,8 +24,8 @@
 //! hardware instruction (a hand-written kernel, run at that [`simd`](crate::simd) level), everywhere else a
 //! software emulation that gives the same bits (an f64 product, which is exact, and an f64 sum
 //! rounded to odd, then rounded to f32). The sums are laid out as the default kernels' are, with
-//! 16 lanes (element `i` in lane `i mod 16`; 32 lanes measured 10% slower here, as four
-//! accumulators left too few AVX2 registers for the exp): blocks of 256 values added plainly and
+//! 16 lanes (element `i` in lane `i mod 16`; with 32, four accumulators would leave too few AVX2
+//! registers for the exp): blocks of 256 values added plainly and
 //! folded into per-lane compensated totals, the lanes combined pairwise. So the result bits do not depend on the
 //! target or the [`simd`](crate::simd) level, as for the rest of the crate (a NaN result is NaN
 //! everywhere, its sign and payload bits excepted; `softmax-core/tests/fast.rs` and the

@@ -265,8 +265,8 @@ fn out8(c: &mut [f32], i: usize) -> Option<&mut [f32; 8]> {
 /// ([`combine8`]) and stored as one vector; each group meets every pair of rows while it
 /// is in L1. Combining each block's four trees as soon as its products were summed left
 /// the core waiting on that dependency chain, and taking the pairs of rows outermost
-/// read attention's 32 KiB key block from L2 once per pair: together 2.4 times slower
-/// in isolation, 5% of attention's time. The last `n mod 8` rows of `B` go two at a
+/// read attention's 32 KiB key block from L2 once per pair (the README's Speed section has the
+/// figures). The last `n mod 8` rows of `B` go two at a
 /// time; an odd last row of `A` (a single query's scores, whose keys stream from
 /// memory) takes the rows of `B` four at a time.
 #[target_feature(enable = "avx2")]
@@ -463,8 +463,7 @@ fn group2<'x>(
 /// One row of `C` over one group of rows of `B`: 128, 64, 32, 16 or 8 columns in
 /// registers, the last `k mod 8` one at a time. 128 columns take all sixteen vector
 /// registers as running sums (LLVM spills two): a single query's value product at
-/// dv = 128 then reads each value row once instead of in two halves, measured 8% faster
-/// on decode (n = 4096, d = 128).
+/// dv = 128 then reads each value row once instead of in two halves.
 #[target_feature(enable = "avx2")]
 #[inline]
 fn row1(c_row: &mut [f32], a_grp: &[f32], b_grp: &[f32], k: usize) {

@@ -54,6 +54,7 @@
 #[cfg(softmax_dispatch)]
 pub(crate) mod avx2;
 mod portable;
+pub mod within;
 
 use crate::error::{check_len, Error};
 use crate::float::Float;
@@ -209,114 +210,4 @@ fn rows_of(len: usize, k: usize) -> Result<usize, Error> {
         return Err(Error::RaggedBatch { len, n: k });
     }
     Ok(len / k)
-}
-
-/// The products without a `Result`: the same arithmetic and the same bits as the checked forms
-/// of the [module](super), for callers that checked their shapes once at their own boundary
-/// and call the products from their inner loops. No shape is checked here and nothing can fail:
-/// where the lengths disagree anyway, a product computes the rows and columns that lie within
-/// every buffer and leaves the rest of its output alone (never reading or writing out of
-/// bounds, never panicking). They run at the machine-code level of their caller: call them
-/// inside [`simd::dispatch`] (on x86_64 the f32 `matmul_nt` and
-/// `matmul_nn` take their hand-scheduled AVX2 copy whenever the CPU has AVX2, inside or out).
-///
-/// # Examples
-///
-/// ```
-/// use softmax_core::{linalg::within, simd};
-/// let q = [1.0f32, 2.0];
-/// let k = [3.0f32, 4.0, 5.0, 6.0]; // two keys of 2
-/// let mut s = [0.0f32; 2];
-/// simd::dispatch(
-///     #[inline(always)]
-///     || within::matmul_nt(&q, &k, 2, &mut s),
-/// );
-/// assert_eq!(s, [11.0, 17.0]);
-/// ```
-pub mod within {
-    use super::portable;
-    use crate::float::Float;
-
-    /// `Σ a_i·b_i` over the common length of `a` and `b`, as [`linalg::dot`](super::dot).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(softmax_core::linalg::within::dot(&[1.0f64, 2.0], &[3.0, 4.0]), 11.0);
-    /// ```
-    #[inline(always)]
-    pub fn dot<F: Float>(a: &[F], b: &[F]) -> F {
-        portable::dot(a, b)
-    }
-
-    /// `C = A·Bᵀ` as [`linalg::matmul_nt`](super::matmul_nt): `a` rows of `k`, `b` rows of `k`,
-    /// `c` one row of `b.len()/k` per row of `a`. `k = 0` zeroes `c`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut c = [0.0f32; 1];
-    /// softmax_core::linalg::within::matmul_nt(&[1.0, 2.0], &[3.0, 4.0], 2, &mut c);
-    /// assert_eq!(c, [11.0]);
-    /// ```
-    #[inline(always)]
-    pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
-        #[cfg(softmax_dispatch)]
-        if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
-            if super::avx2::matmul_nt(a, b, k, c) {
-                return;
-            }
-        }
-        portable::matmul_nt(a, b, k, c)
-    }
-
-    /// `C = A·B`, or `C += A·B` with `accumulate`, as [`linalg::matmul_nn`](super::matmul_nn):
-    /// `a` rows of `n`, `b` `n` rows of `k`, `c` rows of `k`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut c = [1.0f32, 1.0];
-    /// softmax_core::linalg::within::matmul_nn(&[2.0], &[3.0, 4.0], 1, 2, &mut c, true);
-    /// assert_eq!(c, [7.0, 9.0]);
-    /// ```
-    #[inline(always)]
-    pub fn matmul_nn<F: Float>(
-        a: &[F],
-        b: &[F],
-        n: usize,
-        k: usize,
-        c: &mut [F],
-        accumulate: bool,
-    ) {
-        #[cfg(softmax_dispatch)]
-        if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
-            if super::avx2::matmul_nn(a, b, n, k, c, accumulate) {
-                return;
-            }
-        }
-        portable::matmul_nn(a, b, n, k, c, accumulate)
-    }
-
-    /// `C = Aᵀ·B`, or `C += Aᵀ·B` with `accumulate`, as [`linalg::matmul_tn`](super::matmul_tn):
-    /// `a` rows of `m`, `b` as many rows of `k`, `c` `m` rows of `k`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut c = [0.0f64; 2];
-    /// softmax_core::linalg::within::matmul_tn(&[1.0, 2.0], &[3.0, 4.0], 2, 1, &mut c, false);
-    /// assert_eq!(c, [3.0, 6.0]);
-    /// ```
-    #[inline(always)]
-    pub fn matmul_tn<F: Float>(
-        a: &[F],
-        b: &[F],
-        m: usize,
-        k: usize,
-        c: &mut [F],
-        accumulate: bool,
-    ) {
-        portable::matmul_tn(a, b, m, k, c, accumulate)
-    }
 }

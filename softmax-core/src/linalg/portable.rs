@@ -130,9 +130,9 @@ pub(super) fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
 }
 
 /// Columns of `C` kept in registers while the shared dimension is walked: [`matmul_nn`] uses
-/// four AVX2 vectors of f32 (its calls from attention walk at most 128 rows of `B`, where
-/// wider blocks measured 20% slower; measured with 64-row walks), [`matmul_tn`] eight (enough independent chains of additions to
-/// hide their latency over long walks). Each element of `C` still receives its products in the
+/// four AVX2 vectors of f32 (attention's calls walk at most 128 rows of `B`, where wider
+/// blocks were slower), [`matmul_tn`] eight (enough independent chains of additions to hide
+/// their latency over long walks). Each element of `C` still receives its products in the
 /// order of the shared dimension, so the blocking changes no bit; it only keeps the running
 /// sums out of memory (a row of `C` stored and reloaded per product chained every product to a
 /// store-to-load forwarding delay).

@@ -1,0 +1,496 @@
+//! The one inner loop of attention: a tile of up to [`TQ`] query rows against the keys of a
+//! [key source](Keys), block by block ([`BK`] keys on a fixed grid).
+//!
+//! The full computation and the streaming decoder run this same code; they differ only in where
+//! the keys live ([`Contiguous`] buffers, or the decoder's ring of cache slots) and in what the
+//! rows of a tile are (consecutive queries of one head, or the query heads that share a kv head
+//! at the newest position). The backward pass shares the block walk and the score step
+//! ([`Tile::scores`]). Every path therefore folds the same scores, in the same blocks, into the
+//! same online softmax: the decoder answers what the full computation answers, bit for bit.
+
+use softmax_core::backend::Backend;
+use softmax_core::chunks::{chunks, chunks_mut};
+use softmax_core::linalg::within;
+use softmax_core::{special, Float};
+
+use crate::options::Qkv;
+use crate::plan::{for_each_block, from_u64, keys_of, part, Allowed, Plan, Runs};
+use crate::state::QueryState;
+
+/// Keys per block. Blocks sit on a fixed grid of key positions (`g·BK .. (g+1)·BK`), the same
+/// in the full computation and in the decoder, so that both fold the same scores in the same
+/// blocks into the online softmax. It must be the same on every target (the block boundaries
+/// are part of the rounding). 128 rather than 256: the scratch of the backward pass must fit
+/// the 16 KiB of RAM of the smallest firmware target.
+pub(crate) const BK: usize = 128;
+
+/// Queries per tile: they share every load of a key block in the score product. Any value
+/// gives the same bits (each query's arithmetic does not depend on its neighbours); one on
+/// 32-bit targets, where the tile's scores live on a small stack (`TQ·BK` values, four such
+/// buffers in the backward pass).
+pub(crate) const TQ: usize = if cfg!(target_pointer_width = "64") {
+    8
+} else {
+    1
+};
+
+/// The scratch of a product whose columns are not a whole block row (only a tile of several
+/// rows needs it: one row's columns are contiguous in the block's scores).
+pub(crate) const GATHER: usize = if TQ > 1 { TQ * BK } else { 0 };
+
+/// The score modifiers of one query row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mods<F> {
+    pub(crate) scale: F,
+    pub(crate) cap: Option<F>,
+    /// ALiBi slope of the row's head.
+    pub(crate) slope: Option<F>,
+    /// The query's position (key `j` sits at `j + koff`).
+    pub(crate) qp: u64,
+}
+
+/// One query row of a tile: which keys it may see and how its scores are made.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Row<'a, F> {
+    pub(crate) allowed: Allowed,
+    pub(crate) mods: Mods<F>,
+    /// The row's additive bias and keep flags, indexed by key (the full computation's only).
+    pub(crate) bias: Option<&'a [F]>,
+    pub(crate) keep: Option<&'a [bool]>,
+}
+
+impl<F: Float> Row<'_, F> {
+    /// Turns the dot products `s` of keys `f ..` (key `j` at position `j + koff`) into final
+    /// scores in place: `cap(scale·s) + bias + alibi`, then `-inf` in `gap` and where `keep` is
+    /// false. The operations and their order are the same on every path (forward, backward,
+    /// decoder), so every path sees the same scores. With `fac`, also writes the derivative of
+    /// the score with respect to the dot product: `scale·cap'`.
+    #[inline(always)]
+    fn finalize<B: Backend<F>>(
+        &self,
+        backend: B,
+        s: &mut [F],
+        (f, koff): (u64, u64),
+        gap: Option<(usize, usize)>,
+        fac: Option<&mut [F]>,
+    ) {
+        let m = &self.mods;
+        let (k0, k1) = (f as usize, (f as usize).saturating_add(s.len()));
+        for x in s.iter_mut() {
+            *x *= m.scale;
+        }
+        match m.cap {
+            Some(c) => {
+                if let Some(fac) = fac {
+                    for (g, &z) in fac.iter_mut().zip(s.iter()) {
+                        *g = m.scale * softcap_slope::<F, B>(z, c);
+                    }
+                }
+                for x in s.iter_mut() {
+                    *x = special::softcap(backend, *x, c);
+                }
+            }
+            None => {
+                if let Some(fac) = fac {
+                    fac.fill(m.scale);
+                }
+            }
+        }
+        if let Some(bias) = self.bias.and_then(|b| b.get(k0..k1)) {
+            for (x, &b) in s.iter_mut().zip(bias) {
+                *x += b;
+            }
+        }
+        if let Some(slope) = m.slope {
+            let mut kp = f.wrapping_add(koff);
+            for x in s.iter_mut() {
+                let dist = m.qp.abs_diff(kp);
+                *x -= slope * from_u64::<F>(dist);
+                kp = kp.wrapping_add(1);
+            }
+        }
+        if let Some((a, b)) = gap {
+            if let Some(g) = s.get_mut(a..b) {
+                g.fill(F::NEG_INFINITY);
+            }
+        }
+        if let Some(keep) = self.keep.and_then(|k| k.get(k0..k1)) {
+            for (x, &k) in s.iter_mut().zip(keep) {
+                if !k {
+                    *x = F::NEG_INFINITY;
+                }
+            }
+        }
+    }
+}
+
+/// The derivative of the soft-cap `c·tanh(z/c)` with respect to `z`: `sech²(z/c)`, as
+/// `4e/(1 + e)²` with `e = e^(−2|z/c|)`. Unlike `1 − tanh²` (softmax-core's `softcap_grad`,
+/// from the capped value) it keeps its relative precision where the cap saturates (`1 − tanh²`
+/// cancels: at `z/c = 10` it is 8e-9 and `1 − t²` has lost 27 of f64's 53 bits). Within a few
+/// ULP for every `z`; 0 for infinite `z`.
+#[inline(always)]
+pub(crate) fn softcap_slope<F: Float, B: Backend<F>>(z: F, c: F) -> F {
+    let x = (z / c).abs();
+    let e = B::exp(-(x + x));
+    let d = F::ONE + e;
+    let four = F::TWO + F::TWO;
+    four * e / (d * d)
+}
+
+/// Where a tile's keys and values live.
+pub(crate) trait Keys<F> {
+    /// Calls `f(first key, K rows, V rows)` for the runs of consecutive storage that hold the
+    /// keys `[a, b)`, in ascending order.
+    fn pieces(&self, a: u64, b: u64, f: impl FnMut(u64, &[F], &[F]));
+}
+
+/// Keys and values in one buffer each, key `j` at row `j`: the full computation's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Contiguous<'a, F> {
+    pub(crate) k: &'a [F],
+    pub(crate) v: &'a [F],
+    pub(crate) d: usize,
+    pub(crate) dv: usize,
+}
+
+impl<F> Keys<F> for Contiguous<'_, F> {
+    #[inline(always)]
+    fn pieces(&self, a: u64, b: u64, mut f: impl FnMut(u64, &[F], &[F])) {
+        f(
+            a,
+            keys_of(self.k, a, b, self.d),
+            keys_of(self.v, a, b, self.dv),
+        );
+    }
+}
+
+/// A key block as the tile sees it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Block {
+    /// Each row's runs of allowed keys in the block (`None`: nothing allowed here).
+    pub(crate) spans: [Option<Runs>; TQ],
+    /// The union of the rows' spans: the columns of the block's scores.
+    pub(crate) u0: u64,
+    pub(crate) u1: u64,
+    /// The runs, when every row has the same (the decoder's rows always do).
+    shared: Option<Runs>,
+}
+
+impl Block {
+    /// Columns of the block's scores.
+    #[inline(always)]
+    pub(crate) fn width(&self) -> usize {
+        (self.u1 - self.u0) as usize
+    }
+}
+
+/// A tile of query rows against a key source.
+pub(crate) struct Tile<'a, F, K> {
+    /// Where the keys and values live.
+    pub(crate) keys: K,
+    /// The rows' queries, `rows × d`.
+    pub(crate) q: &'a [F],
+    pub(crate) d: usize,
+    pub(crate) dv: usize,
+    /// The keys to fold, `[start, end)` (key indices).
+    pub(crate) range: (u64, u64),
+    /// Key `j` sits at position `j + koff`.
+    pub(crate) koff: u64,
+    rows: usize,
+    row: [Row<'a, F>; TQ],
+    union: Allowed,
+}
+
+impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
+    /// A tile of `rows` (at least 1, at most [`TQ`]) query rows, `row(r)` describing row `r`.
+    #[inline(always)]
+    pub(crate) fn new(
+        (keys, q, d, dv): (K, &'a [F], usize, usize),
+        (range, koff): ((u64, u64), u64),
+        rows: usize,
+        row: impl Fn(usize) -> Row<'a, F>,
+    ) -> Self {
+        let rows = rows.clamp(1, TQ);
+        let row: [Row<'a, F>; TQ] = core::array::from_fn(|r| row(r.min(rows - 1)));
+        let mut union = Allowed {
+            s0: range.0,
+            s1: range.0,
+            m0: u64::MAX,
+            m1: 0,
+        };
+        for r in row.iter().take(rows) {
+            let a = r.allowed;
+            union.s1 = union.s1.max(a.s1);
+            if a.m0 < a.m1 {
+                union.m0 = union.m0.min(a.m0);
+                union.m1 = union.m1.max(a.m1);
+            }
+        }
+        Tile {
+            keys,
+            q,
+            d,
+            dv,
+            range,
+            koff,
+            rows,
+            row,
+            union,
+        }
+    }
+
+    /// The number of query rows.
+    #[inline(always)]
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Row `r` alone, as a tile of one row.
+    #[inline(always)]
+    pub(crate) fn one_row(&self, r: usize) -> Self
+    where
+        K: Copy,
+    {
+        let d = self.d;
+        let q = self.q.get(r * d..(r + 1) * d).unwrap_or(&[]);
+        let row = self.row.get(r).copied().unwrap_or(self.row[0]);
+        Tile::new(
+            (self.keys, q, d, self.dv),
+            (self.range, self.koff),
+            1,
+            |_| row,
+        )
+    }
+
+    /// Calls `f(block)` for every key block some row needs, in ascending order.
+    #[inline(always)]
+    pub(crate) fn for_each_block(&self, mut f: impl FnMut(&Block)) {
+        let rows = self.rows;
+        for_each_block(&self.union, BK as u64, self.range, |g0, g1| {
+            let mut spans = [None; TQ];
+            let (mut u0, mut u1) = (u64::MAX, 0u64);
+            for (sp, r) in spans.iter_mut().zip(self.row.iter()).take(rows) {
+                *sp = r.allowed.in_block(g0, g1);
+                if let Some(runs) = sp {
+                    let (a, b) = runs.span();
+                    u0 = u0.min(a);
+                    u1 = u1.max(b);
+                }
+            }
+            let first = spans[0];
+            let shared = spans
+                .iter()
+                .take(rows)
+                .all(|s| *s == first)
+                .then_some(first)
+                .flatten();
+            if u0 < u1 {
+                f(&Block {
+                    spans,
+                    u0,
+                    u1,
+                    shared,
+                });
+            }
+        });
+    }
+
+    /// The final scores of a block into `sc` (`rows × width`): the dot products of the keys the
+    /// rows need (the union of their spans, or each run when the rows share their runs), then
+    /// each row's modifiers and masks over its own span ([`Row::finalize`]; with `fac`, the
+    /// derivative of each score with respect to its dot product, likewise). `gather` is the
+    /// scratch of a product over part of the block's columns. Columns outside a row's span are
+    /// left as they are.
+    #[inline(always)]
+    pub(crate) fn scores<B: Backend<F>>(
+        &self,
+        backend: B,
+        blk: &Block,
+        sc: &mut [F],
+        gather: &mut [F],
+        mut fac: Option<&mut [F]>,
+    ) {
+        let (rows, w, d) = (self.rows, blk.width(), self.d);
+        let Some(sc) = sc.get_mut(..rows * w) else {
+            return;
+        };
+        let mut product = |a: u64, b: u64| {
+            self.keys.pieces(a, b, |p0, kr, _| {
+                let n = kr.len().checked_div(d).unwrap_or(0);
+                let c0 = (p0 - blk.u0) as usize;
+                if n == w {
+                    within::matmul_nt(self.q, kr, d, sc);
+                } else if rows == 1 {
+                    if let Some(dst) = sc.get_mut(c0..c0 + n) {
+                        within::matmul_nt(self.q, kr, d, dst);
+                    }
+                } else if let Some(dt) = gather.get_mut(..rows * n) {
+                    within::matmul_nt(self.q, kr, d, dt);
+                    for (row, src) in chunks_mut(sc, w).zip(chunks(dt, n.max(1))) {
+                        let dst = row.get_mut(c0..c0 + n).unwrap_or(&mut []);
+                        for (a, &b) in dst.iter_mut().zip(src) {
+                            *a = b;
+                        }
+                    }
+                }
+            });
+        };
+        match blk.shared {
+            Some(runs) => {
+                for (a, b) in runs.iter() {
+                    product(a, b);
+                }
+            }
+            None => product(blk.u0, blk.u1),
+        }
+        for (r, srow) in chunks_mut(sc, w.max(1)).enumerate().take(rows) {
+            let (Some(Some(runs)), Some(row)) = (blk.spans.get(r), self.row.get(r)) else {
+                continue;
+            };
+            let (f, l) = runs.span();
+            let (a, b) = ((f - blk.u0) as usize, (l - blk.u0) as usize);
+            let frow = fac
+                .as_deref_mut()
+                .and_then(|x| x.get_mut(r * w + a..r * w + b));
+            if let Some(s) = srow.get_mut(a..b) {
+                row.finalize(backend, s, (f, self.koff), gap_in(runs, f), frow);
+            }
+        }
+    }
+
+    /// Folds the keys of the tile's range into the rows' states and output accumulators
+    /// (`acc`, `rows × dv`): per block, the scores, each row's online-softmax step, then the
+    /// weighted values (once for the whole tile when the rows share their runs: each value
+    /// row is read once per tile; each output element adds its terms in key order either way).
+    #[inline(always)]
+    pub(crate) fn fold<B: Backend<F>>(
+        &self,
+        backend: B,
+        states: &mut [QueryState<F, B>],
+        acc: &mut [F],
+        entropy: bool,
+    ) {
+        let (rows, dv) = (self.rows, self.dv);
+        let mut sc = [F::ZERO; TQ * BK];
+        let mut gather = [F::ZERO; GATHER];
+        let mut tmp = [F::ZERO; BK];
+        self.for_each_block(|blk| {
+            let w = blk.width();
+            self.scores(backend, blk, &mut sc, &mut gather, None);
+            let Some(sc) = sc.get_mut(..rows * w) else {
+                return;
+            };
+            for ((srow, span), (st, acc_r)) in chunks_mut(sc, w.max(1))
+                .zip(blk.spans.iter())
+                .zip(states.iter_mut().zip(chunks_mut(acc, dv.max(1))))
+            {
+                let Some(runs) = span else {
+                    continue;
+                };
+                let (f, l) = runs.span();
+                let Some(s) = srow.get_mut((f - blk.u0) as usize..(l - blk.u0) as usize) else {
+                    continue;
+                };
+                let n = s.len();
+                st.step(s, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
+            }
+            match blk.shared {
+                Some(runs) => {
+                    for (a, b) in runs.iter() {
+                        self.keys.pieces(a, b, |p0, _, vr| {
+                            let n = vr.len().checked_div(dv).unwrap_or(0);
+                            let c0 = (p0 - blk.u0) as usize;
+                            let acc = acc.get_mut(..rows * dv).unwrap_or(&mut []);
+                            if n == w {
+                                within::matmul_nn(sc, vr, n, dv, acc, true);
+                            } else if rows == 1 {
+                                let wr = sc.get(c0..c0 + n).unwrap_or(&[]);
+                                within::matmul_nn(wr, vr, n, dv, acc, true);
+                            } else if let Some(wt) = gather.get_mut(..rows * n) {
+                                for (dst, row) in chunks_mut(wt, n.max(1)).zip(chunks(sc, w)) {
+                                    let src = row.get(c0..c0 + n).unwrap_or(&[]);
+                                    for (a, &b) in dst.iter_mut().zip(src) {
+                                        *a = b;
+                                    }
+                                }
+                                within::matmul_nn(wt, vr, n, dv, acc, true);
+                            }
+                        });
+                    }
+                }
+                None => {
+                    for ((srow, span), acc_r) in chunks(sc, w.max(1))
+                        .zip(blk.spans.iter())
+                        .zip(chunks_mut(acc, dv.max(1)))
+                    {
+                        let Some(runs) = span else {
+                            continue;
+                        };
+                        for (a, b) in runs.iter() {
+                            self.keys.pieces(a, b, |p0, _, vr| {
+                                let n = vr.len().checked_div(dv).unwrap_or(0);
+                                let c0 = (p0 - blk.u0) as usize;
+                                let wr = srow.get(c0..c0 + n).unwrap_or(&[]);
+                                within::matmul_nn(wr, vr, n, dv, acc_r, true);
+                            });
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+impl<'a, F: Float> Tile<'a, F, Contiguous<'a, F>> {
+    /// Query `t` of head `h` as a row of a tile over the keys `range`: its allowed keys, its
+    /// score modifiers, and its rows of the bias and the keep-mask.
+    #[inline(always)]
+    fn query_row(p: &Plan<'a, F>, h: usize, t: usize, range: (u64, u64)) -> Row<'a, F> {
+        let (s, qp) = (p.s, p.qpos(t));
+        let bias_row = (h * p.t + t) * s;
+        Row {
+            allowed: p.rule.allowed(qp, p.koff(), s as u64, range),
+            mods: Mods {
+                scale: p.scale,
+                cap: p.softcap,
+                slope: p.slope(h),
+                qp,
+            },
+            bias: p.bias.and_then(|b| b.get(bias_row..bias_row + s)),
+            keep: p.mask.and_then(|m| m.get(t * s..t * s + s)),
+        }
+    }
+
+    /// The tile of queries `t0 .. t0 + rows` of head `h` of a full computation, over the keys
+    /// `range` of its kv head.
+    #[inline(always)]
+    pub(crate) fn of_queries(
+        p: &Plan<'a, F>,
+        x: &Qkv<'a, F>,
+        h: usize,
+        (t0, rows): (usize, usize),
+        range: (u64, u64),
+    ) -> Self {
+        let g = h.checked_div(p.group).unwrap_or(0);
+        let (d, dv, s) = (p.d, p.dv, p.s);
+        let q_h = part(x.q, h, p.t * d);
+        let keys = Contiguous {
+            k: part(x.k, g, s * d),
+            v: part(x.v, g, s * dv),
+            d,
+            dv,
+        };
+        let q = q_h.get(t0 * d..(t0 + rows) * d).unwrap_or(&[]);
+        Tile::new((keys, q, d, dv), (range, p.koff()), rows, |r| {
+            Self::query_row(p, h, t0 + r, range)
+        })
+    }
+}
+
+/// The offsets of a gap within a span starting at key `f`.
+#[inline(always)]
+fn gap_in(runs: &Runs, f: u64) -> Option<(usize, usize)> {
+    runs.gap()
+        .map(|(a, b)| ((a - f) as usize, (b - f) as usize))
+}
