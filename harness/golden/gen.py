@@ -24,7 +24,7 @@ Where the expected values come from (see README.md for the file layout):
   masks as Where / Add nodes) are recorded next to the float64 truth in field "ort", so the Rust
   test can report how each float32 implementation compares with the truth.
 * Edge-semantics cases ("edge": true): expected outputs written by hand below from
-  shared/CONFORMANCE.md (and softmax-core's documented hardmax / KL semantics), not from any code.
+  harness/CONFORMANCE.md (and softmax-core's documented hardmax / KL semantics), not from any code.
 
 Encoding: floats are JSON numbers that parse back to the same bits in the case's dtype
 (float32 inputs are written with numpy's shortest float32 repr, float64 values with Python's

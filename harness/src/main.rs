@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p harness              # demo: the softmax family on the seeds' examples
-//! cargo run --release -p harness -- conform   # JSON-lines protocol of shared/CONFORMANCE.md
+//! cargo run --release -p harness -- conform   # JSON-lines protocol of harness/CONFORMANCE.md
 //! cargo run --release -p harness -- bench     # the peer table (onnxruntime, candle, memory)
 //! ```
 

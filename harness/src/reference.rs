@@ -3,7 +3,7 @@
 //! kernels against these.
 //!
 //! Inputs are `f64` (f32 inputs widen exactly). The edge semantics are those of
-//! `shared/CONFORMANCE.md`, spelled out here directly from the spec.
+//! `harness/CONFORMANCE.md`, spelled out here directly from the spec.
 
 /// How a row looks once masking is applied.
 enum RowKind {

@@ -1,5 +1,5 @@
 //! `harness conform` driven as outside checks drive it: the real binary, JSON lines on stdin,
-//! answers read back from stdout (shared/CONFORMANCE.md).
+//! answers read back from stdout (harness/CONFORMANCE.md).
 //!
 //! Every numeric answer is checked against a naive f64 reference written here (nothing from the
 //! workspace is reused), gradients against central finite differences of that reference, and the

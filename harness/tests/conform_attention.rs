@@ -1,4 +1,4 @@
-//! `harness conform`'s attention ops (shared/CONFORMANCE.md, "Attention") driven as outside
+//! `harness conform`'s attention ops (harness/CONFORMANCE.md, "Attention") driven as outside
 //! checks drive them: the real binary, JSON lines on stdin, answers parsed back from their text.
 //!
 //! Numbers are checked against the naive f64 reference of `attention_support/reference.rs`

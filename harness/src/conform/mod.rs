@@ -1,4 +1,4 @@
-//! `harness conform`: the JSON-lines protocol of `shared/CONFORMANCE.md`.
+//! `harness conform`: the JSON-lines protocol of `harness/CONFORMANCE.md`.
 //!
 //! Each input line is one case; each gets exactly one answer line, in order, flushed as soon as
 //! it is written (so a driver may send a line and wait for its answer). Nothing a line contains

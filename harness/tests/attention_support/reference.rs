@@ -1,4 +1,4 @@
-//! A naive f64 reference of attention (shared/CONFORMANCE.md, "Attention"), written from the
+//! A naive f64 reference of attention (harness/CONFORMANCE.md, "Attention"), written from the
 //! specification and nothing else: it materialises every score, applies the rules one by one
 //! and normalises with f64 `exp`. The `attention_*` and `conform_attention` tests include it with
 //! `#[path = "attention_support/reference.rs"] mod attention_ref;` (a subdirectory, so it is
