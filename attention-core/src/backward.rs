@@ -9,7 +9,7 @@ use softmax_core::{simd, Float, LogSumExp};
 use crate::error::Error;
 use crate::options::{Dims, Grads, Options, Qkv, Saved};
 use crate::plan::{check_len, from_u64, keys_of, mul, part, part_mut, Plan};
-use crate::tile::{Contiguous, Tile, BK, GATHER, TQ};
+use crate::tile::{tiles, Contiguous, Tile, BK, GATHER, TQ};
 
 /// The gradients of `L = Σ dO ⊙ o` with respect to `q`, `k`, `v` (and the sink logits) for
 /// [`attention`](crate::attention) with the same dimensions and options, from the forward
@@ -117,12 +117,9 @@ pub fn attention_backward<F: Float, B: Backend<F>>(
         simd::dispatch(
             #[inline(always)]
             || {
-                let mut t0 = 0;
-                while t0 < p.t {
-                    let rows = TQ.min(p.t - t0);
+                for (t0, rows) in tiles(p.t) {
                     let tile = Tile::of_queries(&p, &x, h, (t0, rows), (0, p.s as u64));
                     sink_grad += backward_tile(backend, &p, (h, t0), &tile, &head, &mut out);
-                    t0 += rows;
                 }
             },
         );

@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::options::{Dims, Options, Output, Qkv};
 use crate::plan::{check_heads, check_len, mul, part_mut, Plan};
 use crate::state::QueryState;
-use crate::tile::{Tile, TQ};
+use crate::tile::{tiles, Tile, TQ};
 
 /// Scaled dot-product attention, one pass per query: `o = softmax(scores)·V` per head, with
 /// every mask and score modifier of [`Options`], and optionally each query's log-sum-exp and
@@ -94,9 +94,7 @@ pub fn attention<F: Float, B: Backend<F>>(
         simd::dispatch(
             #[inline(always)]
             || {
-                let mut t0 = 0;
-                while t0 < p.t {
-                    let rows = TQ.min(p.t - t0);
+                for (t0, rows) in tiles(p.t) {
                     let mut states = [QueryState::new(backend); TQ];
                     let states = states.get_mut(..rows).unwrap_or(&mut []);
                     let acc = o_h
@@ -121,7 +119,6 @@ pub fn attention<F: Float, B: Backend<F>>(
                             *v = e;
                         }
                     }
-                    t0 += rows;
                 }
             },
         );
@@ -215,15 +212,12 @@ pub fn attention_partial<F: Float, B: Backend<F>>(
         simd::dispatch(
             #[inline(always)]
             || {
-                let mut t0 = 0;
-                while t0 < p.t {
-                    let rows = TQ.min(p.t - t0);
+                for (t0, rows) in tiles(p.t) {
                     let st = st_h.get_mut(t0..t0 + rows).unwrap_or(&mut []);
                     let acc = acc_h
                         .get_mut(t0 * p.dv..(t0 + rows) * p.dv)
                         .unwrap_or(&mut []);
                     Tile::of_queries(&p, &x, h, (t0, rows), keys).fold(backend, st, acc, true);
-                    t0 += rows;
                 }
             },
         );

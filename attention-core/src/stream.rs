@@ -12,7 +12,7 @@ use crate::math::alibi_slope;
 use crate::options::{DecodeOptions, Output};
 use crate::plan::{check_heads, check_len, mul, part, part_mut, resolve_scale, Rule};
 use crate::state::QueryState;
-use crate::tile::{Keys, Mods, Row, Tile, TQ};
+use crate::tile::{tiles, Keys, Mods, Row, Tile, TQ};
 
 /// The eviction rule of a cache: keep the first `sinks` tokens and a rolling window of the most
 /// recent `size` tokens (StreamingLLM), exactly what attention with
@@ -225,9 +225,7 @@ impl Ring {
             simd::dispatch(
                 #[inline(always)]
                 || {
-                    let mut r0 = 0;
-                    while r0 < group {
-                        let rows = TQ.min(group - r0);
+                    for (r0, rows) in tiles(group) {
                         let h0 = g * group + r0;
                         let q_rows = q_g.get(r0 * d..(r0 + rows) * d).unwrap_or(&[]);
                         // The rows are query heads at the newest position: they see the same
@@ -262,7 +260,6 @@ impl Ring {
                                 *v = e;
                             }
                         }
-                        r0 += rows;
                     }
                 },
             );

@@ -34,6 +34,12 @@ pub(crate) const TQ: usize = if cfg!(target_pointer_width = "64") {
     1
 };
 
+/// The tiles of `n` rows: `(first row, rows)` with at most [`TQ`] rows each, in order.
+#[inline(always)]
+pub(crate) fn tiles(n: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..n).step_by(TQ).map(move |r0| (r0, TQ.min(n - r0)))
+}
+
 /// The scratch of a product whose columns are not a whole block row (only a tile of several
 /// rows needs it: one row's columns are contiguous in the block's scores).
 pub(crate) const GATHER: usize = if TQ > 1 { TQ * BK } else { 0 };

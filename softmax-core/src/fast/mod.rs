@@ -92,10 +92,21 @@ fn run(op: Op, x: &[f32], y: &mut [f32], n: usize) {
     }
 }
 
-/// Whether the fast kernels compute this spec (no mask, τ = 1); the default kernels compute
-/// the others.
-fn plain(spec: &Rows<'_, f32>) -> bool {
-    matches!(spec.mask(), Mask::None) && spec.temperature() == 1.0
+/// `op` over the batch `spec` describes: the fast kernels for unmasked rows at τ = 1 (after the
+/// checks of the default kernels: the spec against `x`, then `out`, as long as `x` or one value
+/// per row), the default kernels for every other spec.
+fn batch(op: Op, x: &[f32], out: &mut [f32], spec: &Rows<'_, f32>) -> Result<(), Error> {
+    if !(matches!(spec.mask(), Mask::None) && spec.temperature() == 1.0) {
+        return match op {
+            Op::Softmax => crate::rows::softmax(Poly, x, out, spec),
+            Op::LogSoftmax => crate::rows::log_softmax(Poly, x, out, spec),
+            Op::LogSumExp => crate::rows::logsumexp(Poly, x, out, spec),
+        };
+    }
+    let rows = spec.check(x.len())?;
+    check_len(if op == Op::LogSumExp { rows } else { x.len() }, out.len())?;
+    run(op, x, out, spec.n());
+    Ok(())
 }
 
 /// softmax over each row of `x` into `y`, the rows as `spec` gives them (rows of
@@ -123,13 +134,7 @@ fn plain(spec: &Rows<'_, f32>) -> bool {
 /// # Ok::<(), softmax_core::Error>(())
 /// ```
 pub fn softmax(x: &[f32], y: &mut [f32], spec: &Rows<'_, f32>) -> Result<(), Error> {
-    if !plain(spec) {
-        return crate::rows::softmax(Poly, x, y, spec);
-    }
-    spec.check(x.len())?;
-    check_len(x.len(), y.len())?;
-    run(Op::Softmax, x, y, spec.n());
-    Ok(())
+    batch(Op::Softmax, x, y, spec)
 }
 
 /// log_softmax over each row of `x` into `y`: `(x − max) − ln Σ e^(x − max)` (with a mask or a
@@ -150,13 +155,7 @@ pub fn softmax(x: &[f32], y: &mut [f32], spec: &Rows<'_, f32>) -> Result<(), Err
 /// # Ok::<(), softmax_core::Error>(())
 /// ```
 pub fn log_softmax(x: &[f32], y: &mut [f32], spec: &Rows<'_, f32>) -> Result<(), Error> {
-    if !plain(spec) {
-        return crate::rows::log_softmax(Poly, x, y, spec);
-    }
-    spec.check(x.len())?;
-    check_len(x.len(), y.len())?;
-    run(Op::LogSoftmax, x, y, spec.n());
-    Ok(())
+    batch(Op::LogSoftmax, x, y, spec)
 }
 
 /// logsumexp of each row of `x` into `out` (one value per row): `max + ln Σ e^(x − max)` (with
@@ -178,11 +177,5 @@ pub fn log_softmax(x: &[f32], y: &mut [f32], spec: &Rows<'_, f32>) -> Result<(),
 /// # Ok::<(), softmax_core::Error>(())
 /// ```
 pub fn logsumexp(x: &[f32], out: &mut [f32], spec: &Rows<'_, f32>) -> Result<(), Error> {
-    if !plain(spec) {
-        return crate::rows::logsumexp(Poly, x, out, spec);
-    }
-    let rows = spec.check(x.len())?;
-    check_len(rows, out.len())?;
-    run(Op::LogSumExp, x, out, spec.n());
-    Ok(())
+    batch(Op::LogSumExp, x, out, spec)
 }

@@ -7,22 +7,13 @@
 
 use crate::chunks::{chunks, chunks_mut};
 use crate::float::Float;
-use crate::kernel::{LANES, LANE_PARALLEL};
+use crate::kernel::{tree, LANES, LANE_PARALLEL};
 
-/// Combines `LANES` lanes pairwise (lane `l` with `l + LANES/2`, then again).
+/// Combines `LANES` lanes pairwise (lane `l` with `l + LANES/2`, then again): the skeleton's
+/// lane tree with `+`.
 #[inline(always)]
-fn combine<F: Float>(mut v: [F; LANES]) -> F {
-    let mut n = LANES;
-    while n > 1 {
-        let h = n / 2;
-        if let Some((a, b)) = v.split_at_mut_checked(h) {
-            for (a, &b) in a.iter_mut().zip(b.iter()) {
-                *a += b;
-            }
-        }
-        n = h;
-    }
-    v[0]
+fn combine<F: Float>(v: [F; LANES]) -> F {
+    tree(v, |a, b| a + b)
 }
 
 /// The per-lane sums of `a_i·b_i` (lengths already equal).
