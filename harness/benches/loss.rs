@@ -20,8 +20,8 @@ use harness::contenders::bench_input;
 use loss_core::softmax_core::backend::Poly;
 use loss_core::softmax_core::{linalg, rows, Rows};
 use loss_core::{
-    cross_entropy, linear_cross_entropy, linear_cross_entropy_scratch, CrossEntropyOptions,
-    LinearOutputs, Outputs, RowStats,
+    cross_entropy, linear_cross_entropy, linear_cross_entropy_scratch_len, CrossEntropyOptions,
+    CrossEntropyOutputs, LinearCrossEntropyOutputs,
 };
 
 fn ce(c: &mut Criterion) {
@@ -47,8 +47,7 @@ fn ce(c: &mut Criterion) {
                     n,
                     &target,
                     &opts,
-                    Outputs::new().with_grad(black_box(&mut y)),
-                    RowStats::new(),
+                    CrossEntropyOutputs::new().with_grad(black_box(&mut y)),
                 )
             })
         },
@@ -68,7 +67,7 @@ fn linear(c: &mut Criterion) {
     // Multiply-adds of the materialised version: logits, dH, dW (3·T·V·K), as FLOP 2×.
     g.throughput(Throughput::Elements((2 * 3 * t * v * k) as u64));
     let (mut gh, mut gw) = (vec![0.0f32; t * k], vec![0.0f32; v * k]);
-    let mut scratch = vec![0.0f32; linear_cross_entropy_scratch(t, block)];
+    let mut scratch = vec![0.0f32; linear_cross_entropy_scratch_len(t, block)];
     g.bench_function(
         BenchmarkId::from_parameter("loss-core linear_cross_entropy"),
         |b| {
@@ -80,10 +79,9 @@ fn linear(c: &mut Criterion) {
                     k,
                     &target,
                     &opts,
-                    LinearOutputs::new()
+                    LinearCrossEntropyOutputs::new(&mut scratch)
                         .with_grad_h(&mut gh)
                         .with_grad_w(&mut gw),
-                    &mut scratch,
                 )
             })
         },
@@ -101,8 +99,7 @@ fn linear(c: &mut Criterion) {
                     v,
                     &target,
                     &opts,
-                    Outputs::new().with_grad(&mut dlogits),
-                    RowStats::new(),
+                    CrossEntropyOutputs::new().with_grad(&mut dlogits),
                 );
                 linalg::matmul_nn(&dlogits, &w, v, k, &mut gh, false).ok();
                 linalg::matmul_tn(&dlogits, &h, v, k, &mut gw, false).ok();

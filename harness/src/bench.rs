@@ -353,7 +353,7 @@ fn built_on_skeleton(
     results: &mut Vec<serde_json::Value>,
 ) -> io::Result<()> {
     use attention_core::{attention, Causal, Dims, Options, Output, Qkv};
-    use loss_core::{cross_entropy, CrossEntropyOptions, Outputs, RowStats};
+    use loss_core::{cross_entropy, CrossEntropyOptions, CrossEntropyOutputs};
     use softmax_core::backend::Poly;
     let rounds = if fast { 3 } else { 11 };
 
@@ -373,8 +373,7 @@ fn built_on_skeleton(
                 c,
                 &target,
                 &CrossEntropyOptions::new(),
-                Outputs::new().with_grad(&mut g),
-                RowStats::new(),
+                CrossEntropyOutputs::new().with_grad(&mut g),
             );
             black_box(l.ok());
         }),

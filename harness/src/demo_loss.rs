@@ -8,7 +8,7 @@ use std::io::Write;
 use loss_core::softmax_core::backend::Poly;
 use loss_core::{
     cross_entropy, info_nce, info_nce_scratch_len, mutual_information_lower_bound,
-    CrossEntropyOptions, InfoNceOptions, InfoNceOutputs, Negatives, Outputs, Reduction, RowStats,
+    CrossEntropyOptions, CrossEntropyOutputs, InfoNceOptions, InfoNceOutputs, Negatives, Reduction,
 };
 
 fn row(v: &[f32]) -> String {
@@ -53,8 +53,9 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
         4,
         &target,
         &opts,
-        Outputs::new().with_grad(&mut grad),
-        RowStats::new().with_lse(&mut lse),
+        CrossEntropyOutputs::new()
+            .with_grad(&mut grad)
+            .with_lse(&mut lse),
     );
     writeln!(out, "  logits  {}", row(&logits[..4]))?;
     writeln!(out, "          {}", row(&logits[4..8]))?;
@@ -92,11 +93,11 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
     let q: [f32; 12] = [1.0, 0.2, 0.0, 0.1, 1.0, 0.3, -0.5, 0.1, 1.0, 0.7, -0.7, 0.2];
     let k: [f32; 12] = [0.9, 0.3, 0.1, 0.0, 1.1, 0.2, -0.4, 0.0, 0.9, 0.6, -0.8, 0.0];
     let (n, d, tau) = (4usize, 3usize, 0.1f32);
-    let mut scratch = vec![0.0f32; info_nce_scratch_len(n, 0, true)];
     let mut gt = 0.0f32;
     let o = InfoNceOptions::new()
         .with_temperature(tau)
         .with_reduction(Reduction::Mean);
+    let mut scratch = vec![0.0f32; info_nce_scratch_len(n, 0, &o)];
     let l = info_nce(
         Poly,
         &q,
@@ -104,8 +105,7 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
         d,
         Negatives::InBatch,
         &o,
-        InfoNceOutputs::new().with_grad_temperature(&mut gt),
-        &mut scratch,
+        InfoNceOutputs::new(&mut scratch).with_grad_temperature(&mut gt),
     );
     writeln!(
         out,

@@ -103,7 +103,12 @@ where
         b
     };
     let mut loss = vec![F::ZERO; if r == Reduction::None { per } else { 1 }];
-    let out = Outputs::new().with_grad(&mut grad).with_losses(&mut loss);
+    // The outputs of each op (every op writes the per-sample losses and the input gradient).
+    macro_rules! out {
+        ($t:ident) => {
+            $t::new().with_grad(&mut grad).with_losses(&mut loss)
+        };
+    }
     let weight: Option<Vec<F>> = arr(c, "weight");
     let f = |k: &str| F::from_f64(fl(&c[k]));
     let res = match op {
@@ -116,8 +121,15 @@ where
                 o = o.with_weight(w);
             }
             match arr::<F>(c, "target_probs") {
-                Some(p) => cross_entropy_probs(Poly, &x, n, &p, &o, out, RowStats::new()),
-                None => cross_entropy(Poly, &x, n, &ints(c, "target"), &o, out, RowStats::new()),
+                Some(p) => cross_entropy_probs(Poly, &x, n, &p, &o, out!(CrossEntropyOutputs)),
+                None => cross_entropy(
+                    Poly,
+                    &x,
+                    n,
+                    &ints(c, "target"),
+                    &o,
+                    out!(CrossEntropyOutputs),
+                ),
             }
         }
         "nll_loss" => {
@@ -127,7 +139,7 @@ where
             if let Some(w) = &weight {
                 o = o.with_weight(w);
             }
-            nll_loss(&x, n, &ints(c, "target"), &o, out)
+            nll_loss(Poly, &x, n, &ints(c, "target"), &o, out!(Outputs))
         }
         "bce_with_logits" => {
             let pw: Option<Vec<F>> = arr(c, "pos_weight");
@@ -139,34 +151,44 @@ where
                 o = o.with_pos_weight(p);
             }
             let y: Vec<F> = arr(c, "target").expect("target");
-            binary_cross_entropy_with_logits(Poly, &x, &y, n, &o, out)
+            binary_cross_entropy_with_logits(Poly, &x, &y, n, &o, out!(Outputs))
         }
-        "mse" => mse_loss(&x, &arr::<F>(c, "target").expect("target"), r, out),
+        "mse" => mse_loss(
+            Poly,
+            &x,
+            &arr::<F>(c, "target").expect("target"),
+            &MseOptions::new().with_reduction(r),
+            out!(Outputs),
+        ),
         "sigmoid_focal" => sigmoid_focal_loss(
             Poly,
             &x,
             &arr::<F>(c, "target").expect("target"),
-            f("alpha"),
-            f("gamma"),
-            r,
-            out,
+            &SigmoidFocalOptions::new()
+                .with_alpha(f("alpha"))
+                .with_gamma(f("gamma"))
+                .with_reduction(r),
+            out!(Outputs),
         ),
         "kl_div" => kl_div(
             Poly,
             &x,
             &arr::<F>(c, "target").expect("target"),
             b,
-            c["log_target"].as_bool().expect("log_target"),
-            r,
-            out,
+            &KlDivOptions::new()
+                .with_reduction(r)
+                .with_log_target(c["log_target"].as_bool().expect("log_target")),
+            out!(Outputs),
         ),
         "softmax_focal" => {
             let al: Option<Vec<F>> = arr(c, "alpha");
-            let mut o = FocalOptions::new().with_gamma(f("gamma")).with_reduction(r);
+            let mut o = SoftmaxFocalOptions::new()
+                .with_gamma(f("gamma"))
+                .with_reduction(r);
             if let Some(a) = &al {
                 o = o.with_alpha(a);
             }
-            softmax_focal_loss(Poly, &x, n, &ints(c, "target"), &o, out)
+            softmax_focal_loss(Poly, &x, n, &ints(c, "target"), &o, out!(Outputs))
         }
         other => panic!("unknown op {other}"),
     };

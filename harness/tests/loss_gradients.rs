@@ -42,6 +42,11 @@ fn worst(name: &str, errs: &[f64]) {
 
 const REDS: [Red; 3] = [Red::None, Red::Sum, Red::Mean];
 
+/// A per-sample buffer for `n` samples: required with `None` (n values), one value otherwise.
+fn per(red: Red, n: usize) -> Vec<f64> {
+    vec![0.0; if red == Red::None { n } else { 1 }]
+}
+
 fn ce_opts<'a>(o: &r::Ce, w: &'a [f64]) -> CrossEntropyOptions<'a, f64> {
     let mut opts = CrossEntropyOptions::new()
         .with_ignore_index(o.ignore)
@@ -98,12 +103,14 @@ fn cross_entropy_index_targets() {
         let want = r::fd(|x| r::cross_entropy(x, c, &t, &o).0, &x, H);
         for bk in 0..2 {
             let mut g = vec![0.0; b * c];
-            let mut per = vec![0.0; if o.red == Red::None { b } else { 1 }];
-            let out = Outputs::new().with_grad(&mut g).with_losses(&mut per);
+            let mut per = per(o.red, b);
+            let out = CrossEntropyOutputs::new()
+                .with_grad(&mut g)
+                .with_losses(&mut per);
             let l = if bk == 0 {
-                cross_entropy(Poly, &x, c, &t, &opts, out, RowStats::new())
+                cross_entropy(Poly, &x, c, &t, &opts, out)
             } else {
-                cross_entropy(Libm, &x, c, &t, &opts, out, RowStats::new())
+                cross_entropy(Libm, &x, c, &t, &opts, out)
             }
             .unwrap();
             let (lw, _) = r::cross_entropy(&x, c, &t, &o);
@@ -135,14 +142,16 @@ fn cross_entropy_probability_targets() {
         let opts = ce_opts(&o, &w);
         let want = r::fd(|x| r::cross_entropy_probs(x, c, &tp, &o).0, &x, H);
         let mut g = vec![0.0; b * c];
+        let mut per = per(o.red, b);
         let l = cross_entropy_probs(
             Poly,
             &x,
             c,
             &tp,
             &opts,
-            Outputs::new().with_grad(&mut g),
-            RowStats::new(),
+            CrossEntropyOutputs::new()
+                .with_grad(&mut g)
+                .with_losses(&mut per),
         )
         .unwrap();
         let (lw, _) = r::cross_entropy_probs(&x, c, &tp, &o);
@@ -174,7 +183,9 @@ fn nll_loss_gradient() {
                 opts = opts.with_weight(&w);
             }
             let mut g = vec![0.0; b * c];
-            nll_loss(&x, c, &t, &opts, Outputs::new().with_grad(&mut g)).unwrap();
+            let mut per = per(red, b);
+            let out = Outputs::new().with_grad(&mut g).with_losses(&mut per);
+            nll_loss(Poly, &x, c, &t, &opts, out).unwrap();
             errs.push(check("nll", &g, &want));
         }
     }
@@ -202,13 +213,14 @@ fn bce_with_logits_gradient() {
                 opts = opts.with_pos_weight(&pw);
             }
             let mut g = vec![0.0; b * c];
+            let mut per = per(red, b * c);
             let l = binary_cross_entropy_with_logits(
                 Poly,
                 &x,
                 &y,
                 c,
                 &opts,
-                Outputs::new().with_grad(&mut g),
+                Outputs::new().with_grad(&mut g).with_losses(&mut per),
             )
             .unwrap();
             let lw = r::bce(&x, &y, c, wr, pr, red).0;
@@ -232,14 +244,17 @@ fn sigmoid_focal_gradient() {
             for gamma in [0.0, 0.5, 1.0, 2.0, 2.5] {
                 let want = r::fd(|x| r::sigmoid_focal(x, &y, alpha, gamma, red).0, &x, H);
                 let mut g = vec![0.0; 12];
+                let mut per = per(red, 12);
+                let opts = SigmoidFocalOptions::new()
+                    .with_alpha(alpha)
+                    .with_gamma(gamma)
+                    .with_reduction(red.lib());
                 let l = sigmoid_focal_loss(
                     Poly,
                     &x,
                     &y,
-                    alpha,
-                    gamma,
-                    red.lib(),
-                    Outputs::new().with_grad(&mut g),
+                    &opts,
+                    Outputs::new().with_grad(&mut g).with_losses(&mut per),
                 )
                 .unwrap();
                 let lw = r::sigmoid_focal(&x, &y, alpha, gamma, red).0;
@@ -268,14 +283,17 @@ fn kl_div_gradient() {
             let t = if log_target { &tl } else { &tp };
             let want = r::fd(|x| r::kl(x, t, log_target, b, red).0, &x, H);
             let mut g = vec![0.0; b * c];
+            let mut per = per(red, b * c);
+            let opts = KlDivOptions::new()
+                .with_reduction(red.lib())
+                .with_log_target(log_target);
             let l = kl_div(
                 Poly,
                 &x,
                 t,
                 b,
-                log_target,
-                red.lib(),
-                Outputs::new().with_grad(&mut g),
+                &opts,
+                Outputs::new().with_grad(&mut g).with_losses(&mut per),
             )
             .unwrap();
             let lw = r::kl(&x, t, log_target, b, red).0;
@@ -295,7 +313,10 @@ fn mse_gradient() {
     for red in REDS {
         let want = r::fd(|x| r::mse(x, &y, red).0, &x, H);
         let mut g = vec![0.0; 9];
-        mse_loss(&x, &y, red.lib(), Outputs::new().with_grad(&mut g)).unwrap();
+        let mut per = per(red, 9);
+        let opts = MseOptions::new().with_reduction(red.lib());
+        let out = Outputs::new().with_grad(&mut g).with_losses(&mut per);
+        mse_loss(Poly, &x, &y, &opts, out).unwrap();
         errs.push(check("mse", &g, &want));
     }
     worst("mse_loss", &errs);
@@ -318,16 +339,16 @@ fn softmax_focal_gradient() {
                     &x,
                     H,
                 );
-                let mut opts = FocalOptions::new()
+                let mut opts = SoftmaxFocalOptions::new()
                     .with_gamma(gamma)
                     .with_reduction(red.lib());
                 if alpha {
                     opts = opts.with_alpha(&a);
                 }
                 let mut g = vec![0.0; b * c];
-                let l =
-                    softmax_focal_loss(Poly, &x, c, &t, &opts, Outputs::new().with_grad(&mut g))
-                        .unwrap();
+                let mut per = per(red, b);
+                let out = Outputs::new().with_grad(&mut g).with_losses(&mut per);
+                let l = softmax_focal_loss(Poly, &x, c, &t, &opts, out).unwrap();
                 let lw = r::softmax_focal(&x, c, &t, gamma, ar, -100, red).0;
                 assert!((l - lw).abs() <= 1e-13 * (1.0 + lw.abs()));
                 errs.push(check("softmax_focal", &g, &want));
@@ -358,8 +379,9 @@ fn linear_cross_entropy_gradients() {
         let want_h = r::fd(|hh| r::cross_entropy(&logits(hh, &w), v, &t, &o).0, &h, H);
         let want_w = r::fd(|ww| r::cross_entropy(&logits(&h, ww), v, &t, &o).0, &w, H);
         for block in [1, 2, 4, 9] {
-            let mut scratch = vec![0.0; linear_cross_entropy_scratch(t_rows, block)];
+            let mut scratch = vec![0.0; linear_cross_entropy_scratch_len(t_rows, block)];
             let (mut gh, mut gw) = (vec![0.0; h.len()], vec![0.0; w.len()]);
+            let mut per = per(o.red, t_rows);
             let l = linear_cross_entropy(
                 Poly,
                 &h,
@@ -367,10 +389,10 @@ fn linear_cross_entropy_gradients() {
                 k,
                 &t,
                 &opts,
-                LinearOutputs::new()
+                LinearCrossEntropyOutputs::new(&mut scratch)
+                    .with_losses(&mut per)
                     .with_grad_h(&mut gh)
                     .with_grad_w(&mut gw),
-                &mut scratch,
             )
             .unwrap();
             let lw = r::cross_entropy(&logits(&h, &w), v, &t, &o).0;
@@ -443,21 +465,23 @@ fn info_nce_case(
         .with_normalize(normalize)
         .with_reduction(red.lib())
         .with_symmetric(symmetric);
-    let mut scratch = vec![0.0; info_nce_scratch_len(n, m, normalize)];
+    let mut scratch = vec![0.0; info_nce_scratch_len(n, m, &opts)];
     let (mut gq, mut gk, mut gn, mut gt) = (
         vec![0.0; q.len()],
         vec![0.0; k.len()],
         vec![0.0; neg_keys.len()],
         0.0,
     );
-    let mut out = InfoNceOutputs::new()
+    let mut per = per(red, n);
+    let mut out = InfoNceOutputs::new(&mut scratch)
+        .with_losses(&mut per)
         .with_grad_query(&mut gq)
         .with_grad_positive(&mut gk)
         .with_grad_temperature(&mut gt);
     if m > 0 {
         out = out.with_grad_negatives(&mut gn);
     }
-    let l = info_nce(Poly, &q, &k, d, lib_neg, &opts, out, &mut scratch).unwrap();
+    let l = info_nce(Poly, &q, &k, d, lib_neg, &opts, out).unwrap();
     let reference = |q: &[f64], k: &[f64], nk: &[f64], tau: f64| {
         let neg = match neg {
             r::Neg::InBatch => r::Neg::InBatch,
@@ -546,13 +570,12 @@ fn info_nce_single_gradients() {
         &q,
         &kp,
         &kn,
-        tau,
-        InfoNceOutputs::new()
+        &InfoNceSingleOptions::new().with_temperature(tau),
+        InfoNceOutputs::new(&mut scratch)
             .with_grad_query(&mut gq)
             .with_grad_positive(&mut gp)
             .with_grad_negatives(&mut gn)
             .with_grad_temperature(&mut gt),
-        &mut scratch,
     )
     .unwrap();
     assert!((l - f(&q, &kp, &kn, tau)).abs() < 1e-14);
@@ -576,15 +599,17 @@ fn nt_xent_gradients() {
             let mut g = vec![0.0; z.len()];
             let mut gt = 0.0;
             let mut scratch = vec![0.0; nt_xent_scratch_len(n)];
+            let opts = NtXentOptions::new()
+                .with_temperature(tau)
+                .with_normalize(normalize);
             let l = nt_xent(
                 Poly,
                 &z,
                 d,
-                tau,
-                normalize,
-                Some(&mut g),
-                Some(&mut gt),
-                &mut scratch,
+                &opts,
+                NtXentOutputs::new(&mut scratch)
+                    .with_grad(&mut g)
+                    .with_grad_temperature(&mut gt),
             )
             .unwrap();
             let lw = r::nt_xent(&z, d, tau, normalize);

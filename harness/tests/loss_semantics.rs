@@ -164,8 +164,7 @@ fn f32_matrix(x: &[f64], c: usize, t: &[i64], seed: u64) -> (f64, f64) {
             c,
             t,
             &o_none,
-            Outputs::new().with_losses(&mut per),
-            RowStats::new(),
+            CrossEntropyOutputs::new().with_losses(&mut per),
         )
         .unwrap();
         let mut per_g = vec![0.0f32; b];
@@ -175,10 +174,9 @@ fn f32_matrix(x: &[f64], c: usize, t: &[i64], seed: u64) -> (f64, f64) {
             c,
             t,
             &o_none,
-            Outputs::new()
+            CrossEntropyOutputs::new()
                 .with_losses(&mut per_g)
                 .with_grad(&mut vec![0.0f32; b * c]),
-            RowStats::new(),
         )
         .unwrap();
         for n in 0..b {
@@ -195,14 +193,16 @@ fn f32_matrix(x: &[f64], c: usize, t: &[i64], seed: u64) -> (f64, f64) {
                 }
             }
         }
+        let mut per_r = vec![0.0f32; if o.red == Red::None { b } else { 1 }];
         cross_entropy(
             Poly,
             &x32,
             c,
             t,
             &op,
-            Outputs::new().with_grad(&mut g),
-            RowStats::new(),
+            CrossEntropyOutputs::new()
+                .with_grad(&mut g)
+                .with_losses(&mut per_r),
         )
         .unwrap();
         for j in 0..b * c {
@@ -283,20 +283,12 @@ fn confident_rows_keep_their_digits() {
             let x32 = f32v(&x);
             let mut g = vec![0.0f32; x.len()];
             let out = if grad {
-                Outputs::new().with_grad(&mut g)
+                CrossEntropyOutputs::new().with_grad(&mut g)
             } else {
-                Outputs::new()
+                CrossEntropyOutputs::new()
             };
-            let l = cross_entropy(
-                Poly,
-                &x32,
-                x.len(),
-                &[t],
-                &CrossEntropyOptions::new(),
-                out,
-                RowStats::new(),
-            )
-            .unwrap();
+            let l =
+                cross_entropy(Poly, &x32, x.len(), &[t], &CrossEntropyOptions::new(), out).unwrap();
             assert!(
                 (l as f64 - want).abs() <= 8.0 * U * (1.0 + want),
                 "{x:?} grad={grad}: {l} vs {want}"
@@ -310,8 +302,7 @@ fn confident_rows_keep_their_digits() {
         2,
         &[0],
         &CrossEntropyOptions::new(),
-        Outputs::new(),
-        RowStats::new(),
+        CrossEntropyOutputs::new(),
     )
     .unwrap();
     assert!((l as f64 - (-20f64).exp()).abs() <= 1e-6 * (-20f64).exp());
@@ -333,7 +324,7 @@ fn every_backend_runs_the_same_semantics() {
         let op = CrossEntropyOptions::new()
             .with_label_smoothing(0.1)
             .with_z_loss(1e-3);
-        cross_entropy(bk, x, c, t, &op, Outputs::new(), RowStats::new()).unwrap()
+        cross_entropy(bk, x, c, t, &op, CrossEntropyOutputs::new()).unwrap()
     }
     let x32 = f32v(&x);
     assert!((run(Poly, &x32, c, &t) as f64 - want).abs() < 1e-6 * (1.0 + want));
@@ -358,9 +349,9 @@ fn statistics_lse_entropy_argmax() {
             }
             let mut g = vec![0.0f32; b * c];
             let out = if grad {
-                Outputs::new().with_grad(&mut g)
+                CrossEntropyOutputs::new().with_grad(&mut g)
             } else {
-                Outputs::new()
+                CrossEntropyOutputs::new()
             };
             cross_entropy(
                 Poly,
@@ -368,9 +359,7 @@ fn statistics_lse_entropy_argmax() {
                 c,
                 &t,
                 &op,
-                out,
-                RowStats::new()
-                    .with_lse(&mut lse)
+                out.with_lse(&mut lse)
                     .with_entropy(&mut h)
                     .with_argmax(&mut am),
             )
@@ -431,8 +420,9 @@ fn ignored_rows_never_touch_their_logits() {
             c,
             &t,
             &op,
-            Outputs::new().with_grad(&mut g).with_losses(&mut per),
-            RowStats::new(),
+            CrossEntropyOutputs::new()
+                .with_grad(&mut g)
+                .with_losses(&mut per),
         )
         .unwrap();
         assert!(l.is_finite(), "{o:?}: {l}");
@@ -464,8 +454,7 @@ fn ignored_rows_never_touch_their_logits() {
         c,
         &t,
         &CrossEntropyOptions::new(),
-        Outputs::new(),
-        RowStats::new().with_lse(&mut lse),
+        CrossEntropyOutputs::new().with_lse(&mut lse),
     )
     .unwrap();
     assert_eq!(lse[1], ninf);
@@ -479,20 +468,11 @@ fn edge_rows() {
     let run = |x: &[f64], t: i64, grad: bool| {
         let mut g = vec![0.0f64; x.len()];
         let out = if grad {
-            Outputs::new().with_grad(&mut g)
+            CrossEntropyOutputs::new().with_grad(&mut g)
         } else {
-            Outputs::new()
+            CrossEntropyOutputs::new()
         };
-        let l = cross_entropy(
-            Poly,
-            x,
-            x.len(),
-            &[t],
-            &CrossEntropyOptions::new(),
-            out,
-            RowStats::new(),
-        )
-        .unwrap();
+        let l = cross_entropy(Poly, x, x.len(), &[t], &CrossEntropyOptions::new(), out).unwrap();
         (l, g)
     };
     for grad in [false, true] {
@@ -536,7 +516,7 @@ fn structural_errors() {
     let x = [0.0f32; 6];
     let o = CrossEntropyOptions::<f32>::new();
     let ce = |x: &[f32], c: usize, t: &[i64], o: &CrossEntropyOptions<'_, f32>| {
-        cross_entropy(Poly, x, c, t, o, Outputs::new(), RowStats::new())
+        cross_entropy(Poly, x, c, t, o, CrossEntropyOutputs::new())
     };
     assert_eq!(ce(&x, 0, &[], &o), Err(Error::Empty { argument: "logits" }));
     assert_eq!(
@@ -610,8 +590,7 @@ fn structural_errors() {
             3,
             &[0, 1],
             &o,
-            Outputs::new().with_grad(&mut g),
-            RowStats::new()
+            CrossEntropyOutputs::new().with_grad(&mut g)
         ),
         Err(Error::LengthMismatch {
             argument: "grad",
@@ -626,14 +605,29 @@ fn structural_errors() {
             3,
             &[0, 1],
             &o,
-            Outputs::new().with_losses(&mut l),
-            RowStats::new()
+            CrossEntropyOutputs::new().with_losses(&mut l)
         ),
         Err(Error::LengthMismatch {
             argument: "losses",
             ..
         })
     ));
+    // `Reduction::None` without the per-sample buffer: its values are the result, so the buffer
+    // is required (the other reductions return the value without one).
+    let none = o.with_reduction(Reduction::None);
+    assert_eq!(
+        ce(&x, 3, &[0, 1], &none),
+        Err(Error::MissingOutput { argument: "losses" })
+    );
+    assert_eq!(
+        cross_entropy_probs(Poly, &x, 3, &x, &none, CrossEntropyOutputs::new()),
+        Err(Error::MissingOutput { argument: "losses" })
+    );
+    // The buffer is checked before the targets are read.
+    assert_eq!(
+        ce(&x, 3, &[0, 9], &none),
+        Err(Error::MissingOutput { argument: "losses" })
+    );
     // Probability targets refuse a non-negative ignore_index (PyTorch does too).
     assert_eq!(
         cross_entropy_probs(
@@ -642,15 +636,14 @@ fn structural_errors() {
             3,
             &x,
             &o.with_ignore_index(0),
-            Outputs::new(),
-            RowStats::new()
+            CrossEntropyOutputs::new()
         ),
         Err(Error::InvalidParameter {
             name: "ignore_index"
         })
     );
     assert_eq!(
-        cross_entropy_probs(Poly, &[], 3, &[], &o, Outputs::new(), RowStats::new()),
+        cross_entropy_probs(Poly, &[], 3, &[], &o, CrossEntropyOutputs::new()),
         Err(Error::NoTargets)
     );
     // Every error displays.
@@ -658,6 +651,7 @@ fn structural_errors() {
         Error::Empty { argument: "d" },
         Error::ShapeOverflow,
         Error::NoTargets,
+        Error::MissingOutput { argument: "losses" },
         Error::Softmax(loss_core::softmax_core::Error::EmptyRow),
     ] {
         assert!(!e.to_string().is_empty());
@@ -681,14 +675,17 @@ fn one_hot_probability_targets_equal_index_targets() {
     {
         let op = opts::<f64>(&o, &w);
         let (mut g1, mut g2) = (vec![0.0; b * c], vec![0.0; b * c]);
+        let n = if o.red == Red::None { b } else { 1 };
+        let (mut p1, mut p2) = (vec![0.0; n], vec![0.0; n]);
         let l1 = cross_entropy(
             Poly,
             &x,
             c,
             &t,
             &op,
-            Outputs::new().with_grad(&mut g1),
-            RowStats::new(),
+            CrossEntropyOutputs::new()
+                .with_grad(&mut g1)
+                .with_losses(&mut p1),
         )
         .unwrap();
         let l2 = cross_entropy_probs(
@@ -697,10 +694,12 @@ fn one_hot_probability_targets_equal_index_targets() {
             c,
             &tp,
             &op,
-            Outputs::new().with_grad(&mut g2),
-            RowStats::new(),
+            CrossEntropyOutputs::new()
+                .with_grad(&mut g2)
+                .with_losses(&mut p2),
         )
         .unwrap();
+        assert!(r::rel_err(&p1, &p2, 1e-300) < 1e-13, "{o:?}: {p1:?} {p2:?}");
         assert!(
             (l1 - l2).abs() <= 1e-13 * (1.0 + l1.abs()),
             "{o:?}: {l1} {l2}"
@@ -726,8 +725,9 @@ fn softmax_focal_with_gamma_zero_is_cross_entropy() {
             c,
             &t,
             &CrossEntropyOptions::new().with_reduction(red),
-            Outputs::new().with_grad(&mut g1).with_losses(&mut p1[..n1]),
-            RowStats::new(),
+            CrossEntropyOutputs::new()
+                .with_grad(&mut g1)
+                .with_losses(&mut p1[..n1]),
         )
         .unwrap();
         let l2 = softmax_focal_loss(
@@ -735,7 +735,9 @@ fn softmax_focal_with_gamma_zero_is_cross_entropy() {
             &x32,
             c,
             &t,
-            &FocalOptions::new().with_gamma(0.0).with_reduction(red),
+            &SoftmaxFocalOptions::new()
+                .with_gamma(0.0)
+                .with_reduction(red),
             Outputs::new().with_grad(&mut g2).with_losses(&mut p2[..n1]),
         )
         .unwrap();
@@ -783,18 +785,14 @@ fn info_nce_is_cross_entropy_on_similarities() {
             n,
             &labels,
             &CrossEntropyOptions::new(),
-            Outputs::new(),
-            RowStats::new(),
+            CrossEntropyOutputs::new(),
         )
         .unwrap();
         let opts = InfoNceOptions::new()
             .with_temperature(tau)
             .with_normalize(normalize);
-        let mut scratch = vec![
-            0.0;
-            info_nce_scratch_len(n, m, normalize)
-                .max(info_nce_scratch_len(n, 0, normalize))
-        ];
+        let mut scratch =
+            vec![0.0; info_nce_scratch_len(n, m, &opts).max(info_nce_scratch_len(n, 0, &opts))];
         let l = info_nce(
             Poly,
             &q,
@@ -802,8 +800,7 @@ fn info_nce_is_cross_entropy_on_similarities() {
             d,
             Negatives::InBatch,
             &opts,
-            InfoNceOutputs::new(),
-            &mut scratch,
+            InfoNceOutputs::new(&mut scratch),
         )
         .unwrap();
         assert!((l - ce).abs() <= 1e-14 * ce, "{l} vs {ce}");
@@ -821,8 +818,7 @@ fn info_nce_is_cross_entropy_on_similarities() {
             m + 1,
             &vec![0; n],
             &CrossEntropyOptions::new(),
-            Outputs::new(),
-            RowStats::new(),
+            CrossEntropyOutputs::new(),
         )
         .unwrap();
         let l = info_nce(
@@ -832,8 +828,7 @@ fn info_nce_is_cross_entropy_on_similarities() {
             d,
             Negatives::Unpaired { keys: &neg, m },
             &opts,
-            InfoNceOutputs::new(),
-            &mut scratch,
+            InfoNceOutputs::new(&mut scratch),
         )
         .unwrap();
         assert!((l - ce).abs() <= 1e-14 * ce, "{l} vs {ce}");
@@ -870,15 +865,17 @@ fn linear_cross_entropy_equals_cross_entropy_on_materialised_logits() {
             v,
             &t,
             &op,
-            Outputs::new().with_grad(&mut lg).with_losses(&mut per_m),
-            RowStats::new().with_lse(&mut lse_m),
+            CrossEntropyOutputs::new()
+                .with_grad(&mut lg)
+                .with_losses(&mut per_m)
+                .with_lse(&mut lse_m),
         )
         .unwrap();
         let (mut dh_m, mut dw_m) = (vec![0.0f32; h.len()], vec![0.0f32; w.len()]);
         linalg::matmul_nn(&lg, &w, v, k, &mut dh_m, false).unwrap();
         linalg::matmul_tn(&lg, &h, v, k, &mut dw_m, false).unwrap();
         for block in [1usize, 7, 16, 45, 1000] {
-            let mut scratch = vec![0.0f32; linear_cross_entropy_scratch(t_rows, block)];
+            let mut scratch = vec![0.0f32; linear_cross_entropy_scratch_len(t_rows, block)];
             let (mut dh, mut dw, mut per, mut lse) = (
                 vec![0.0f32; h.len()],
                 vec![0.0f32; w.len()],
@@ -892,12 +889,11 @@ fn linear_cross_entropy_equals_cross_entropy_on_materialised_logits() {
                 k,
                 &t,
                 &op,
-                LinearOutputs::new()
+                LinearCrossEntropyOutputs::new(&mut scratch)
                     .with_grad_h(&mut dh)
                     .with_grad_w(&mut dw)
                     .with_losses(&mut per)
                     .with_lse(&mut lse),
-                &mut scratch,
             )
             .unwrap();
             let tol = 1e-5 * (1.0 + lm.abs());
@@ -936,8 +932,9 @@ fn chunked_cross_entropy_equals_cross_entropy() {
             c,
             &[target],
             &op,
-            Outputs::new().with_grad(&mut g_full).with_losses(&mut per),
-            RowStats::new(),
+            CrossEntropyOutputs::new()
+                .with_grad(&mut g_full)
+                .with_losses(&mut per),
         )
         .unwrap();
         let mut st = ChunkedCrossEntropy::new(Poly, c, target, &op).unwrap();
@@ -1006,14 +1003,26 @@ fn elementwise_losses_in_f32() {
                 );
             }
         }
-        let l = sigmoid_focal_loss(Poly, &x32, &y32, 0.25, 2.0, red.lib(), Outputs::new()).unwrap();
+        let mut per = vec![0.0f32; if red == Red::None { n } else { 1 }];
+        let opts = SigmoidFocalOptions::new().with_reduction(red.lib());
+        let out = Outputs::new().with_losses(&mut per);
+        let l = sigmoid_focal_loss(Poly, &x32, &y32, &opts, out).unwrap();
         let (lw, pw) = r::sigmoid_focal(&x, &y, 0.25, 2.0, red);
         assert!(
             (l as f64 - lw).abs()
                 <= 16.0 * U * r::fsum(pw.iter().map(|v| v.abs())).max(lw.abs()) + 1e-30,
             "{l} {lw}"
         );
-        let l = mse_loss(&x32, &y32, red.lib(), Outputs::new()).unwrap();
+        let mut per = vec![0.0f32; if red == Red::None { n } else { 1 }];
+        let opts = MseOptions::new().with_reduction(red.lib());
+        let l = mse_loss(
+            Poly,
+            &x32,
+            &y32,
+            &opts,
+            Outputs::new().with_losses(&mut per),
+        )
+        .unwrap();
         let (lw, pw) = r::mse(&x, &y, red);
         assert!((l as f64 - lw).abs() <= (n as f64 + 3.0) * U * r::fsum(pw.iter().cloned()));
     }
@@ -1029,13 +1038,13 @@ fn elementwise_losses_in_f32() {
     .unwrap();
     assert!((l as f64 - (-30f64).exp()).abs() <= 4.0 * U * (-30f64).exp());
     // kl_div edge: t = 0 contributes 0, a -inf input under t = 0 is NaN as in PyTorch.
+    let kl_sum = KlDivOptions::new().with_reduction(Reduction::Sum);
     let l = kl_div(
         Poly,
         &[-1.0f32, -2.0],
         &[0.0, 1.0],
         1,
-        false,
-        Reduction::Sum,
+        &kl_sum,
         Outputs::new(),
     )
     .unwrap();
@@ -1045,19 +1054,24 @@ fn elementwise_losses_in_f32() {
         &[f32::NEG_INFINITY],
         &[0.0],
         1,
-        false,
-        Reduction::Sum,
+        &kl_sum,
         Outputs::new()
     )
     .unwrap()
     .is_nan());
     // Errors.
+    let mse = |x: &[f32], y: &[f32], red: Reduction| {
+        mse_loss(
+            Poly,
+            x,
+            y,
+            &MseOptions::new().with_reduction(red),
+            Outputs::new(),
+        )
+    };
+    assert_eq!(mse(&[], &[], Reduction::Mean), Err(Error::NoTargets));
     assert_eq!(
-        mse_loss::<f32>(&[], &[], Reduction::Mean, Outputs::new()),
-        Err(Error::NoTargets)
-    );
-    assert_eq!(
-        mse_loss::<f32>(&[1.0], &[], Reduction::Sum, Outputs::new()),
+        mse(&[1.0], &[], Reduction::Sum),
         Err(Error::LengthMismatch {
             argument: "target",
             expected: 1,
@@ -1065,8 +1079,23 @@ fn elementwise_losses_in_f32() {
         })
     );
     assert_eq!(
-        mse_loss::<f32>(&[1.0], &[1.0], Reduction::BatchMean, Outputs::new()),
+        mse(&[1.0], &[1.0], Reduction::BatchMean),
         Err(Error::InvalidParameter { name: "reduction" })
+    );
+    // `None` without the per-element buffer: its values are the result, the buffer is required.
+    assert_eq!(
+        mse(&[1.0], &[1.0], Reduction::None),
+        Err(Error::MissingOutput { argument: "losses" })
+    );
+    assert_eq!(
+        sigmoid_focal_loss::<f32, _>(
+            Poly,
+            &[1.0],
+            &[1.0],
+            &SigmoidFocalOptions::new(),
+            Outputs::new()
+        ),
+        Err(Error::MissingOutput { argument: "losses" })
     );
     assert_eq!(
         kl_div::<f32, _>(
@@ -1074,8 +1103,7 @@ fn elementwise_losses_in_f32() {
             &[1.0, 2.0, 3.0],
             &[1.0, 2.0, 3.0],
             2,
-            false,
-            Reduction::Sum,
+            &kl_sum,
             Outputs::new()
         ),
         Err(Error::RaggedBatch {
@@ -1089,9 +1117,9 @@ fn elementwise_losses_in_f32() {
             Poly,
             &[1.0],
             &[1.0],
-            0.25,
-            -1.0,
-            Reduction::Sum,
+            &SigmoidFocalOptions::new()
+                .with_gamma(-1.0)
+                .with_reduction(Reduction::Sum),
             Outputs::new()
         ),
         Err(Error::InvalidParameter { name: "gamma" })
@@ -1119,7 +1147,7 @@ fn contrastive_errors() {
     let mut s = [0.0f32; 64];
     let o = InfoNceOptions::new();
     let call = |neg: Negatives<'_, f32>, o: &InfoNceOptions<f32>, s: &mut [f32]| {
-        info_nce(Poly, &q, &q, 2, neg, o, InfoNceOutputs::new(), s)
+        info_nce(Poly, &q, &q, 2, neg, o, InfoNceOutputs::new(s))
     };
     assert!(call(Negatives::InBatch, &o, &mut s).is_ok());
     assert_eq!(
@@ -1166,6 +1194,15 @@ fn contrastive_errors() {
         Some(Error::Empty { argument: "m" })
     );
     assert_eq!(
+        call(
+            Negatives::InBatch,
+            &o.with_reduction(Reduction::None),
+            &mut s
+        )
+        .err(),
+        Some(Error::MissingOutput { argument: "losses" })
+    );
+    assert_eq!(
         info_nce(
             Poly,
             &q,
@@ -1173,8 +1210,7 @@ fn contrastive_errors() {
             0,
             Negatives::InBatch,
             &o,
-            InfoNceOutputs::new(),
-            &mut s
+            InfoNceOutputs::new(&mut s)
         )
         .err(),
         Some(Error::Empty { argument: "query" })
@@ -1187,14 +1223,20 @@ fn contrastive_errors() {
             2,
             Negatives::InBatch,
             &o,
-            InfoNceOutputs::new(),
-            &mut s
+            InfoNceOutputs::new(&mut s)
         )
         .err(),
         Some(Error::NoTargets)
     );
     assert_eq!(
-        nt_xent(Poly, &q[..2], 2, 0.1, true, None, None, &mut s).err(),
+        nt_xent(
+            Poly,
+            &q[..2],
+            2,
+            &NtXentOptions::new(),
+            NtXentOutputs::new(&mut s)
+        )
+        .err(),
         Some(Error::RaggedBatch {
             argument: "z",
             len: 2,
@@ -1202,7 +1244,14 @@ fn contrastive_errors() {
         })
     );
     assert_eq!(
-        nt_xent::<f32, _>(Poly, &[], 2, 0.1, true, None, None, &mut s).err(),
+        nt_xent::<f32, _>(
+            Poly,
+            &[],
+            2,
+            &NtXentOptions::new(),
+            NtXentOutputs::new(&mut s)
+        )
+        .err(),
         Some(Error::NoTargets)
     );
     assert_eq!(
@@ -1232,8 +1281,7 @@ fn contrastive_errors() {
         2,
         Negatives::InBatch,
         &o,
-        InfoNceOutputs::new(),
-        &mut s,
+        InfoNceOutputs::new(&mut s),
     )
     .unwrap();
     assert!(l.is_finite());
@@ -1249,9 +1297,9 @@ proptest! {
         let q = rng.vec32(n * d, -1.0, 1.0);
         let k = rng.vec32(n * d, -1.0, 1.0);
         let tau = tau as f32 as f64;
-        let mut scratch = vec![0.0f32; info_nce_scratch_len(n, 0, true)];
         let opts = InfoNceOptions::new().with_temperature(tau as f32);
-        let l = info_nce(Poly, &f32v(&q), &f32v(&k), d, Negatives::InBatch, &opts, InfoNceOutputs::new(), &mut scratch).unwrap();
+        let mut scratch = vec![0.0f32; info_nce_scratch_len(n, 0, &opts)];
+        let l = info_nce(Poly, &f32v(&q), &f32v(&k), d, Negatives::InBatch, &opts, InfoNceOutputs::new(&mut scratch)).unwrap();
         let lw = r::info_nce(&q, &k, d, &r::Neg::InBatch, tau, true, Red::Mean, false).0;
         // Logits |z| <= 1/τ, each within ~(d/16 + 8)·u·|z|.
         let tol = (d as f64 / 16.0 + 12.0) * U * (1.0 / tau) * 2.0 + 8.0 * U * (1.0 + lw);
@@ -1268,7 +1316,7 @@ proptest! {
         let x = f32v(&rng.vec(c * 2, -10.0, 10.0));
         let t = [rng.below(c) as i64, rng.below(c) as i64];
         let mut g = vec![0.0f32; 2 * c];
-        cross_entropy(Poly, &x, c, &t, &CrossEntropyOptions::new().with_reduction(Reduction::Sum), Outputs::new().with_grad(&mut g), RowStats::new()).unwrap();
+        cross_entropy(Poly, &x, c, &t, &CrossEntropyOptions::new().with_reduction(Reduction::Sum), CrossEntropyOutputs::new().with_grad(&mut g)).unwrap();
         for row in g.chunks(c) {
             let s: f64 = row.iter().map(|&v| v as f64).sum();
             prop_assert!(s.abs() <= 4e-6, "{}", s);
@@ -1288,7 +1336,8 @@ proptest! {
         prop_assert!((l as f64 - lw).abs() <= tol, "{} vs {}", l, lw);
         let z: Vec<f64> = x.iter().chain(&y).cloned().collect();
         let mut scratch = vec![0.0f32; nt_xent_scratch_len(n)];
-        let l = nt_xent(Poly, &f32v(&z), d, 0.5, true, None, None, &mut scratch).unwrap();
+        let opts = NtXentOptions::new().with_temperature(0.5f32);
+        let l = nt_xent(Poly, &f32v(&z), d, &opts, NtXentOutputs::new(&mut scratch)).unwrap();
         let lw = r::nt_xent(&z, d, 0.5, true);
         let tol = (d as f64 / 16.0 + 12.0) * U * 4.0 + 8.0 * U * (1.0 + lw);
         prop_assert!((l as f64 - lw).abs() <= tol, "{} vs {}", l, lw);

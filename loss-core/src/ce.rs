@@ -6,11 +6,12 @@
 #![forbid(unsafe_code)]
 
 use softmax_core::backend::Backend;
+use softmax_core::chunks::{chunks, chunks_mut};
 use softmax_core::{simd, special, Float};
 
 use crate::error::{check_len, rows_of, Error};
 use crate::math::{self, RowZ, CHUNK};
-use crate::options::{CrossEntropyOptions, Outputs, Reduction, RowStats};
+use crate::options::{CrossEntropyOptions, CrossEntropyOutputs, Reduction, Stats};
 
 /// The per-call constants of a cross-entropy row.
 #[derive(Clone, Copy, Debug)]
@@ -356,7 +357,7 @@ fn row_stats_only<F: Float, B: Backend<F>>(
 
 /// Writes one row's statistics.
 #[inline]
-fn put_stats<F: Float>(stats: &mut RowStats<'_, F>, n: usize, x: &[F], lse: F, entropy: F) {
+fn put_stats<F: Float>(stats: &mut Stats<'_, F>, n: usize, x: &[F], lse: F, entropy: F) {
     if let Some(v) = stats.lse.as_deref_mut().and_then(|v| v.get_mut(n)) {
         *v = lse;
     }
@@ -441,11 +442,12 @@ impl<F: Float> Acc<F> {
 /// `Mean` divides the cross-entropy part by `Σ_n w_{t_n}` over the samples not ignored (as
 /// PyTorch does, smoothing included) and the z-loss part by their number; a `Mean` over zero
 /// total weight is [`Error::NoTargets`] (PyTorch: NaN). `None` writes `ℓ_n` per sample into
-/// `out.losses` (0 for ignored samples) and returns their sum.
+/// the outputs' `losses` (required then; 0 for ignored samples).
 ///
-/// The return value is the reduced loss; `out.grad` (optional, `B·C`) receives its gradient
-/// with respect to the raw logits, `stats` (optional) the per-row log-sum-exp, entropy and
-/// argmax (ignored rows included).
+/// Returns the scalar whose gradient the call writes: the mean, the sum, or with `None` the sum
+/// of the per-sample values. The outputs ([`CrossEntropyOutputs`]) receive, each if given: the
+/// per-sample losses, the gradient with respect to the raw logits (`B·C`), and the per-row
+/// log-sum-exp, entropy and argmax (ignored rows included).
 ///
 /// # Passes and memory
 ///
@@ -479,23 +481,33 @@ impl<F: Float> Acc<F> {
 /// # Errors
 ///
 /// [`Error::Empty`] for `classes = 0`; [`Error::RaggedBatch`], [`Error::LengthMismatch`] for
-/// buffers that do not fit; [`Error::TargetOutOfRange`]; [`Error::NoTargets`];
-/// [`Error::InvalidParameter`] (smoothing outside `[0, 1]`, soft-cap not finite and positive,
-/// z-loss negative or not finite, `BatchMean`).
+/// buffers that do not fit; [`Error::MissingOutput`] for `None` without `losses`;
+/// [`Error::TargetOutOfRange`]; [`Error::NoTargets`]; [`Error::InvalidParameter`] (smoothing
+/// outside `[0, 1]`, soft-cap not finite and positive, z-loss negative or not finite,
+/// `BatchMean`).
 ///
 /// # Examples
 ///
 /// ```
-/// use loss_core::{cross_entropy, CrossEntropyOptions, Outputs, RowStats};
+/// use loss_core::{cross_entropy, CrossEntropyOptions, CrossEntropyOutputs, Error, Reduction};
 /// use loss_core::softmax_core::backend::Poly;
 /// // Two samples of three classes; the second is ignored.
 /// let logits = [2.0f32, 1.0, 0.1, f32::NEG_INFINITY, f32::NEG_INFINITY, f32::NEG_INFINITY];
 /// let mut grad = [0.0f32; 6];
 /// let loss = cross_entropy(Poly, &logits, 3, &[0, -100], &CrossEntropyOptions::new(),
-///                          Outputs::new().with_grad(&mut grad), RowStats::new())?;
+///                          CrossEntropyOutputs::new().with_grad(&mut grad))?;
 /// assert!((loss - 0.417_030_1).abs() < 1e-6); // −ln softmax([2, 1, 0.1])₀
 /// assert!((grad[0] - (0.659_001_1 - 1.0)).abs() < 1e-6);
 /// assert_eq!(&grad[3..], &[0.0, 0.0, 0.0]);
+/// // With `None` the per-sample losses are the result: their buffer is required.
+/// let none = CrossEntropyOptions::new().with_reduction(Reduction::None);
+/// let r = cross_entropy(Poly, &logits, 3, &[0, -100], &none, CrossEntropyOutputs::new());
+/// assert_eq!(r, Err(Error::MissingOutput { argument: "losses" }));
+/// let mut per = [0.0f32; 2];
+/// let sum = cross_entropy(Poly, &logits, 3, &[0, -100], &none,
+///                         CrossEntropyOutputs::new().with_losses(&mut per))?;
+/// assert_eq!(per[1], 0.0);
+/// assert_eq!(sum, per[0] + per[1]);
 /// # Ok::<(), loss_core::Error>(())
 /// ```
 pub fn cross_entropy<F: Float, B: Backend<F>>(
@@ -504,14 +516,17 @@ pub fn cross_entropy<F: Float, B: Backend<F>>(
     classes: usize,
     target: &[i64],
     options: &CrossEntropyOptions<'_, F>,
-    mut out: Outputs<'_, F>,
-    mut stats: RowStats<'_, F>,
+    out: CrossEntropyOutputs<'_, F>,
 ) -> Result<F, Error> {
     let rows = rows_of("logits", logits.len(), classes)?;
     check_len("target", rows, target.len())?;
     options.validate(classes)?;
     out.check(options.reduction, rows, logits.len())?;
-    stats.check(rows)?;
+    let CrossEntropyOutputs {
+        mut losses,
+        grad,
+        mut stats,
+    } = out;
     let tally = Tally::of(target, classes, options.ignore_index, options.weight)?;
     let (s_ce, s_z) = tally.scales(options.reduction)?;
     let k = Consts::new(options, classes, s_ce, s_z);
@@ -520,15 +535,11 @@ pub fn cross_entropy<F: Float, B: Backend<F>>(
     let want_entropy = stats.entropy.is_some();
     let want_stats = !stats.is_empty();
     let mut acc = Acc::new();
-    let mut losses = out.losses.take();
     simd::dispatch(
         #[inline(always)]
         || {
-            let mut grad_rows = out
-                .grad
-                .as_deref_mut()
-                .map(|g| crate::math::rows_mut(g, classes));
-            for (n, (x, &t)) in crate::math::rows(logits, classes).zip(target).enumerate() {
+            let mut grad_rows = grad.map(|g| chunks_mut(g, classes));
+            for (n, (x, &t)) in chunks(logits, classes).zip(target).enumerate() {
                 let g = grad_rows.as_mut().and_then(|it| it.next());
                 let Some(c) = (t != options.ignore_index)
                     .then(|| class_of(t, classes))
@@ -678,9 +689,11 @@ fn row_probs<F: Float, B: Backend<F>>(
 /// (rows need not sum to 1). `ignore_index` does not apply: it must be negative (PyTorch refuses
 /// a non-negative one with probability targets), else [`Error::InvalidParameter`].
 ///
-/// Gradient: `g_{n,j} = s·(p_j·Σ_c w_c t'_c − w_j t'_j)` (+ the z-loss and soft-cap terms as in
-/// [`cross_entropy`]). Passes, memory, statistics and edge semantics as [`cross_entropy`]; a
-/// zero target at a `-inf` logit gives NaN, as in PyTorch (`0·∞`).
+/// Returns the scalar whose gradient the call writes: the mean, the sum, or with `None` the sum
+/// of the per-sample values (written to the outputs' `losses`, required then). Gradient:
+/// `g_{n,j} = s·(p_j·Σ_c w_c t'_c − w_j t'_j)` (+ the z-loss and soft-cap terms as in
+/// [`cross_entropy`]). Outputs, passes, memory, statistics and edge semantics as
+/// [`cross_entropy`]; a zero target at a `-inf` logit gives NaN, as in PyTorch (`0·∞`).
 ///
 /// # Accuracy
 ///
@@ -695,13 +708,13 @@ fn row_probs<F: Float, B: Backend<F>>(
 /// # Examples
 ///
 /// ```
-/// use loss_core::{cross_entropy_probs, CrossEntropyOptions, Outputs, RowStats};
+/// use loss_core::{cross_entropy_probs, CrossEntropyOptions, CrossEntropyOutputs};
 /// use loss_core::softmax_core::backend::Poly;
 /// let logits = [0.0f64, 0.0];
 /// let target = [0.25, 0.75];
 /// let mut g = [0.0f64; 2];
 /// let l = cross_entropy_probs(Poly, &logits, 2, &target, &CrossEntropyOptions::new(),
-///                             Outputs::new().with_grad(&mut g), RowStats::new())?;
+///                             CrossEntropyOutputs::new().with_grad(&mut g))?;
 /// assert!((l - core::f64::consts::LN_2).abs() < 1e-15);
 /// assert_eq!(g, [0.25, -0.25]);
 /// # Ok::<(), loss_core::Error>(())
@@ -712,8 +725,7 @@ pub fn cross_entropy_probs<F: Float, B: Backend<F>>(
     classes: usize,
     target_probs: &[F],
     options: &CrossEntropyOptions<'_, F>,
-    mut out: Outputs<'_, F>,
-    mut stats: RowStats<'_, F>,
+    out: CrossEntropyOutputs<'_, F>,
 ) -> Result<F, Error> {
     let rows = rows_of("logits", logits.len(), classes)?;
     check_len("target_probs", logits.len(), target_probs.len())?;
@@ -724,7 +736,11 @@ pub fn cross_entropy_probs<F: Float, B: Backend<F>>(
         });
     }
     out.check(options.reduction, rows, logits.len())?;
-    stats.check(rows)?;
+    let CrossEntropyOutputs {
+        mut losses,
+        grad,
+        mut stats,
+    } = out;
     let reduction = options.reduction;
     let (s_ce, s_z) = if reduction == Reduction::Mean {
         if rows == 0 {
@@ -739,16 +755,12 @@ pub fn cross_entropy_probs<F: Float, B: Backend<F>>(
     let want_entropy = stats.entropy.is_some();
     let want_stats = !stats.is_empty();
     let mut acc = Acc::new();
-    let mut losses = out.losses.take();
     simd::dispatch(
         #[inline(always)]
         || {
-            let mut grad_rows = out
-                .grad
-                .as_deref_mut()
-                .map(|g| crate::math::rows_mut(g, classes));
-            for (n, (x, tp)) in crate::math::rows(logits, classes)
-                .zip(crate::math::rows(target_probs, classes))
+            let mut grad_rows = grad.map(|g| chunks_mut(g, classes));
+            for (n, (x, tp)) in chunks(logits, classes)
+                .zip(chunks(target_probs, classes))
                 .enumerate()
             {
                 let g = grad_rows.as_mut().and_then(|it| it.next());

@@ -1,18 +1,21 @@
 //! Contrastive losses on the same skeleton: InfoNCE (one query, batched with the
 //! `info-nce-pytorch` semantics, the symmetric CLIP loss), SimCLR's NT-Xent, the SigLIP sigmoid
-//! loss, and the mutual-information bound. Similarities come from softmax-core's `linalg`
-//! (`matmul_nt`), the softmax cross-entropy from the crate's cross-entropy row, the backward
-//! products from `linalg::matmul_nn` / `matmul_tn`.
+//! loss, and the mutual-information bound. Similarities come from softmax-core's
+//! `linalg::within::matmul_nt` (shapes checked once at each loss's boundary), the softmax
+//! cross-entropy from the crate's cross-entropy row, the backward products from
+//! `linalg::within::matmul_nn` / `matmul_tn`; each loss runs in one `simd::dispatch` region.
 
 #![forbid(unsafe_code)]
 
 use softmax_core::backend::Backend;
-use softmax_core::{linalg, simd, special, Float};
+use softmax_core::chunks::{chunks, chunks_mut};
+use softmax_core::linalg::within;
+use softmax_core::{simd, special, Float};
 
 use crate::ce::{row_grad, Consts};
 use crate::error::{check_len, mul, rows_of, Error};
 use crate::math::{axpy, clamped_norm, dot, normalize_backward};
-use crate::options::Reduction;
+use crate::options::{check_losses, Reduction};
 
 /// The negative keys of [`info_nce`], as in `info-nce-pytorch`.
 ///
@@ -142,53 +145,60 @@ impl<F: Float> InfoNceOptions<F> {
     }
 }
 
-/// The caller's buffers for [`info_nce`] / [`info_nce_single`], each optional: per-query losses
-/// (`Reduction::None`: N values, else one), and the gradients with respect to the queries
-/// (`N·D`), the positive keys (`N·D`), the negative keys (their length) and the temperature.
+/// The caller's buffers for [`info_nce`] / [`info_nce_single`]: the working memory (required,
+/// given to [`new`](Self::new): at least [`info_nce_scratch_len`] values), and each optional:
+/// per-query losses (`Reduction::None`: N values, and required then; otherwise one, the reduced
+/// loss), and the gradients with respect to the queries (`N·D`), the positive keys (`N·D`), the
+/// negative keys (their length) and the temperature.
 ///
 /// # Examples
 ///
 /// ```
+/// let mut scratch = [0.0f32; 8];
 /// let (mut gq, mut gk, mut gt) = ([0.0f32; 4], [0.0f32; 4], 0.0f32);
-/// let o = loss_core::InfoNceOutputs::new().with_grad_query(&mut gq)
+/// let o = loss_core::InfoNceOutputs::new(&mut scratch).with_grad_query(&mut gq)
 ///     .with_grad_positive(&mut gk).with_grad_temperature(&mut gt);
 /// # let _ = o;
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct InfoNceOutputs<'a, F> {
     losses: Option<&'a mut [F]>,
     grad_query: Option<&'a mut [F]>,
     grad_positive: Option<&'a mut [F]>,
     grad_negatives: Option<&'a mut [F]>,
     grad_temperature: Option<&'a mut F>,
+    scratch: &'a mut [F],
 }
 
 impl<'a, F: Float> InfoNceOutputs<'a, F> {
-    /// No outputs besides the return value.
+    /// The working memory `scratch` (at least [`info_nce_scratch_len`] values; its contents on
+    /// return are unspecified) and no outputs besides the return value.
     ///
     /// # Examples
     ///
     /// ```
-    /// let o = loss_core::InfoNceOutputs::<f32>::new();
+    /// let mut scratch = [0.0f32; 16];
+    /// let o = loss_core::InfoNceOutputs::new(&mut scratch);
     /// # let _ = o;
     /// ```
-    pub fn new() -> Self {
+    pub fn new(scratch: &'a mut [F]) -> Self {
         InfoNceOutputs {
             losses: None,
             grad_query: None,
             grad_positive: None,
             grad_negatives: None,
             grad_temperature: None,
+            scratch,
         }
     }
 
-    /// Per-query losses (or the one reduced value).
+    /// Per-query losses (required with `Reduction::None`), or the one reduced value.
     ///
     /// # Examples
     ///
     /// ```
-    /// let mut l = [0.0f32; 2];
-    /// let o = loss_core::InfoNceOutputs::new().with_losses(&mut l);
+    /// let (mut s, mut l) = ([0.0f32; 16], [0.0f32; 2]);
+    /// let o = loss_core::InfoNceOutputs::new(&mut s).with_losses(&mut l);
     /// # let _ = o;
     /// ```
     pub fn with_losses(self, losses: &'a mut [F]) -> Self {
@@ -203,8 +213,8 @@ impl<'a, F: Float> InfoNceOutputs<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let mut g = [0.0f32; 4];
-    /// let o = loss_core::InfoNceOutputs::new().with_grad_query(&mut g);
+    /// let (mut s, mut g) = ([0.0f32; 16], [0.0f32; 4]);
+    /// let o = loss_core::InfoNceOutputs::new(&mut s).with_grad_query(&mut g);
     /// # let _ = o;
     /// ```
     pub fn with_grad_query(self, g: &'a mut [F]) -> Self {
@@ -219,8 +229,8 @@ impl<'a, F: Float> InfoNceOutputs<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let mut g = [0.0f32; 4];
-    /// let o = loss_core::InfoNceOutputs::new().with_grad_positive(&mut g);
+    /// let (mut s, mut g) = ([0.0f32; 16], [0.0f32; 4]);
+    /// let o = loss_core::InfoNceOutputs::new(&mut s).with_grad_positive(&mut g);
     /// # let _ = o;
     /// ```
     pub fn with_grad_positive(self, g: &'a mut [F]) -> Self {
@@ -235,8 +245,8 @@ impl<'a, F: Float> InfoNceOutputs<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let mut g = [0.0f64; 6];
-    /// let o = loss_core::InfoNceOutputs::new().with_grad_negatives(&mut g);
+    /// let (mut s, mut g) = ([0.0f64; 16], [0.0f64; 6]);
+    /// let o = loss_core::InfoNceOutputs::new(&mut s).with_grad_negatives(&mut g);
     /// # let _ = o;
     /// ```
     pub fn with_grad_negatives(self, g: &'a mut [F]) -> Self {
@@ -251,8 +261,8 @@ impl<'a, F: Float> InfoNceOutputs<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let mut g = 0.0f32;
-    /// let o = loss_core::InfoNceOutputs::new().with_grad_temperature(&mut g);
+    /// let (mut s, mut g) = ([0.0f32; 16], 0.0f32);
+    /// let o = loss_core::InfoNceOutputs::new(&mut s).with_grad_temperature(&mut g);
     /// # let _ = o;
     /// ```
     pub fn with_grad_temperature(self, g: &'a mut F) -> Self {
@@ -264,18 +274,20 @@ impl<'a, F: Float> InfoNceOutputs<'a, F> {
 }
 
 /// The scratch length [`info_nce`] needs for `n` queries and `m` negatives per query (`m = 0`:
-/// in-batch negatives): two rows of logits (`2·(1 + m)`, or `2·n` in-batch) and, when
-/// normalising, the inverse norms (`2·n + m`). Saturates instead of overflowing.
+/// in-batch negatives) with `options`: two rows of logits (`2·(1 + m)`, or `2·n` in-batch) and,
+/// when normalising, the inverse norms (`2·n + m`). Saturates instead of overflowing.
 ///
 /// # Examples
 ///
 /// ```
-/// assert_eq!(loss_core::info_nce_scratch_len(4, 0, true), 8 + 8);
-/// assert_eq!(loss_core::info_nce_scratch_len(4, 5, false), 12);
+/// use loss_core::{info_nce_scratch_len, InfoNceOptions};
+/// assert_eq!(info_nce_scratch_len(4, 0, &InfoNceOptions::<f32>::new()), 8 + 8);
+/// let raw = InfoNceOptions::<f32>::new().with_normalize(false);
+/// assert_eq!(info_nce_scratch_len(4, 5, &raw), 12);
 /// ```
-pub fn info_nce_scratch_len(n: usize, m: usize, normalize: bool) -> usize {
+pub fn info_nce_scratch_len<F: Float>(n: usize, m: usize, options: &InfoNceOptions<F>) -> usize {
     let row = if m == 0 { n } else { m.saturating_add(1) };
-    let norms = if normalize {
+    let norms = if options.normalize {
         n.saturating_mul(2).saturating_add(m)
     } else {
         0
@@ -284,8 +296,9 @@ pub fn info_nce_scratch_len(n: usize, m: usize, normalize: bool) -> usize {
 }
 
 /// Fills `inv` with `1/max(‖x_r‖, 1e-12)` for each row of `x` (or 1 without normalisation).
+#[inline(always)]
 fn inv_norms<F: Float>(x: &[F], d: usize, normalize: bool, inv: &mut [F]) {
-    for (v, r) in inv.iter_mut().zip(crate::math::rows(x, d)) {
+    for (v, r) in inv.iter_mut().zip(chunks(x, d)) {
         *v = if normalize {
             F::ONE / clamped_norm(r).0
         } else {
@@ -305,6 +318,15 @@ fn contrast_scale<F: Float>(reduction: Reduction, n: usize, symmetric: bool) -> 
     Ok(if symmetric { s * F::HALF } else { s })
 }
 
+/// The error of a scratch of `found` values where `need` are required.
+fn short_scratch(need: usize, found: usize) -> Error {
+    Error::LengthMismatch {
+        argument: "scratch",
+        expected: need,
+        found,
+    }
+}
+
 /// Batched InfoNCE with the semantics of the `info-nce-pytorch` package
 /// (`info_nce(query, positive_key, negative_keys, temperature, reduction, negative_mode)`):
 /// optionally normalise every vector (`x / max(‖x‖, 1e-12)`), then for each query `i` the
@@ -314,6 +336,9 @@ fn contrast_scale<F: Float>(reduction: Reduction, n: usize, symmetric: bool) -> 
 /// loss is CLIP's: the mean of that and the same loss with queries and keys swapped (with
 /// `Reduction::None`, the element-wise mean of the two per-sample vectors).
 ///
+/// Returns the scalar whose gradient the call writes: the mean, the sum, or with `None` the sum
+/// of the per-query values (written to the outputs' `losses`, required then).
+///
 /// It *is* the crate's cross-entropy on similarity/τ (the same row function runs; tested against
 /// [`cross_entropy`](crate::cross_entropy) on the materialised logits). Gradients: with
 /// `G = s·(p − e_label)` per row (`s` the reduction's scale), `∂/∂q̂_i = Σ_j G_ij·k̂_j/τ`,
@@ -321,8 +346,8 @@ fn contrast_scale<F: Float>(reduction: Reduction, n: usize, symmetric: bool) -> 
 /// `z` the logits). The temperature gradient for a learned τ (CLIP learns `ln(1/τ)`: multiply
 /// by `−τ` for that parametrisation).
 ///
-/// Memory: the caller's `scratch` of [`info_nce_scratch_len`] values (two rows of logits and the
-/// inverse norms), nothing else. Work: one `matmul_nt` row per query and one `matmul_nn` /
+/// Memory: the outputs' `scratch` of [`info_nce_scratch_len`] values (two rows of logits and
+/// the inverse norms), nothing else. Work: one `matmul_nt` row per query and one `matmul_nn` /
 /// `matmul_tn` per query for the gradients.
 ///
 /// # Accuracy
@@ -334,9 +359,10 @@ fn contrast_scale<F: Float>(reduction: Reduction, n: usize, symmetric: bool) -> 
 /// # Errors
 ///
 /// [`Error::Empty`] for `d = 0`; [`Error::RaggedBatch`], [`Error::LengthMismatch`] for inputs,
-/// outputs or a `scratch` shorter than [`info_nce_scratch_len`]; [`Error::InvalidParameter`] for
-/// a temperature that is not positive and finite, `symmetric` with negative keys, or
-/// `BatchMean`; [`Error::NoTargets`] for `Mean` over zero queries.
+/// outputs or a `scratch` shorter than [`info_nce_scratch_len`]; [`Error::MissingOutput`] for
+/// `None` without `losses`; [`Error::InvalidParameter`] for a temperature that is not positive
+/// and finite, `symmetric` with negative keys, or `BatchMean`; [`Error::NoTargets`] for `Mean`
+/// over zero queries.
 ///
 /// # Examples
 ///
@@ -347,13 +373,13 @@ fn contrast_scale<F: Float>(reduction: Reduction, n: usize, symmetric: bool) -> 
 /// let q = [1.0f64, 0.0, 0.0, 1.0];
 /// let k = [1.0f64, 0.0, 0.0, 1.0];
 /// let opts = InfoNceOptions::new().with_temperature(1.0).with_normalize(false);
-/// let mut scratch = vec![0.0; info_nce_scratch_len(2, 0, false)];
-/// let l = info_nce(Poly, &q, &k, 2, Negatives::InBatch, &opts, InfoNceOutputs::new(), &mut scratch)?;
+/// let mut scratch = vec![0.0; info_nce_scratch_len(2, 0, &opts)];
+/// let out = InfoNceOutputs::new(&mut scratch);
+/// let l = info_nce(Poly, &q, &k, 2, Negatives::InBatch, &opts, out)?;
 /// // Each row: logits [1, 0] with label on the 1: −ln(e/(e + 1)).
 /// assert!((l - (1.0 + (-1.0f64).exp()).ln()).abs() < 1e-15);
 /// # Ok::<(), loss_core::Error>(())
 /// ```
-#[allow(clippy::too_many_arguments)]
 pub fn info_nce<F: Float, B: Backend<F>>(
     _backend: B,
     query: &[F],
@@ -361,8 +387,7 @@ pub fn info_nce<F: Float, B: Backend<F>>(
     d: usize,
     negatives: Negatives<'_, F>,
     options: &InfoNceOptions<F>,
-    mut out: InfoNceOutputs<'_, F>,
-    scratch: &mut [F],
+    out: InfoNceOutputs<'_, F>,
 ) -> Result<F, Error> {
     let n = rows_of("query", query.len(), d)?;
     check_len("positive", query.len(), positive.len())?;
@@ -392,13 +417,7 @@ pub fn info_nce<F: Float, B: Backend<F>>(
     }
     let reduction = options.reduction;
     let scale = contrast_scale::<F>(reduction, n, options.symmetric)?;
-    if let Some(l) = &out.losses {
-        check_len(
-            "losses",
-            if reduction == Reduction::None { n } else { 1 },
-            l.len(),
-        )?;
-    }
+    check_losses(out.losses.as_deref(), reduction, n)?;
     if let Some(g) = &out.grad_query {
         check_len("grad_query", query.len(), g.len())?;
     }
@@ -408,21 +427,22 @@ pub fn info_nce<F: Float, B: Backend<F>>(
     if let Some(g) = &out.grad_negatives {
         check_len("grad_negatives", neg.len(), g.len())?;
     }
-    let need = info_nce_scratch_len(n, m, options.normalize);
-    if scratch.len() < need {
-        return Err(Error::LengthMismatch {
-            argument: "scratch",
-            expected: need,
-            found: scratch.len(),
-        });
+    let InfoNceOutputs {
+        mut losses,
+        mut grad_query,
+        mut grad_positive,
+        mut grad_negatives,
+        grad_temperature,
+        scratch,
+    } = out;
+    let need = info_nce_scratch_len(n, m, options);
+    let found = scratch.len();
+    if found < need {
+        return Err(short_scratch(need, found));
     }
     let normalize = options.normalize;
     let row_len = if has_neg { m + 1 } else { n };
-    let short = Error::LengthMismatch {
-        argument: "scratch",
-        expected: need,
-        found: scratch.len(),
-    };
+    let short = short_scratch(need, found);
     let (inv_q, rest) = scratch
         .split_at_mut_checked(if normalize { n } else { 0 })
         .ok_or(short)?;
@@ -434,167 +454,161 @@ pub fn info_nce<F: Float, B: Backend<F>>(
         .ok_or(short)?;
     let (zrow, rest) = rest.split_at_mut_checked(row_len).ok_or(short)?;
     let prow = rest.get_mut(..row_len).ok_or(short)?;
-    inv_norms(query, d, normalize, inv_q);
-    inv_norms(positive, d, normalize, inv_k);
-    if !paired {
-        inv_norms(neg, d, normalize, inv_neg);
-    }
-    for g in [
-        out.grad_query.as_deref_mut(),
-        out.grad_positive.as_deref_mut(),
-        out.grad_negatives.as_deref_mut(),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        g.fill(F::ZERO);
-    }
-    let inv_at = |v: &[F], i: usize| {
-        if normalize {
-            v.get(i).copied().unwrap_or(F::NAN)
-        } else {
-            F::ONE
-        }
-    };
-    let mut total = [F::ZERO, F::ZERO];
-    let mut dtau = F::ZERO;
-    let mut losses = out.losses.take();
-    let none = reduction == Reduction::None;
-    let directions = if options.symmetric { 2 } else { 1 };
-    for dir in 0..directions {
-        // Rows `a` against candidates `c`: queries against keys, then keys against queries.
-        let (a, c, inv_a, inv_c) = if dir == 0 {
-            (query, positive, &*inv_q, &*inv_k)
-        } else {
-            (positive, query, &*inv_k, &*inv_q)
-        };
-        for (i, ai) in crate::math::rows(a, d).enumerate() {
-            let ia = inv_at(inv_a, i);
-            // Logits: raw dot products, times the inverse norms, over τ.
-            let ci = c.get(i * d..(i + 1) * d).unwrap_or(&[]);
-            let neg_i: &[F] = if paired {
-                neg.get(i * m * d..(i + 1) * m * d).unwrap_or(&[])
-            } else {
-                neg
-            };
-            if has_neg {
-                if paired {
-                    inv_norms(neg_i, d, normalize, inv_neg);
-                }
-                let Some((z0, zn)) = zrow.split_first_mut() else {
-                    return Err(short);
-                };
-                *z0 = dot(ai, ci) * (ia * inv_at(inv_c, i)) / tau;
-                if linalg::matmul_nt(ai, neg_i, d, zn).is_err() {
-                    return Err(Error::Empty { argument: "d" });
-                }
-                for (j, z) in zn.iter_mut().enumerate() {
-                    *z = *z * (ia * inv_at(inv_neg, j)) / tau;
-                }
-            } else {
-                if linalg::matmul_nt(ai, c, d, zrow).is_err() {
-                    return Err(Error::Empty { argument: "d" });
-                }
-                for (j, z) in zrow.iter_mut().enumerate() {
-                    *z = *z * (ia * inv_at(inv_c, j)) / tau;
-                }
+    let (total, dtau) = simd::dispatch(
+        #[inline(always)]
+        || -> Result<([F; 2], F), Error> {
+            inv_norms(query, d, normalize, inv_q);
+            inv_norms(positive, d, normalize, inv_k);
+            if !paired {
+                inv_norms(neg, d, normalize, inv_neg);
             }
-            let label = if has_neg { 0 } else { i };
-            let k = Consts::plain(row_len, scale);
-            let r = simd::dispatch(
-                #[inline(always)]
-                || row_grad::<F, B>(zrow, prow, label, &k, false),
-            );
-            if let Some(t) = total.get_mut(dir) {
-                *t += r.ce;
+            for g in [
+                grad_query.as_deref_mut(),
+                grad_positive.as_deref_mut(),
+                grad_negatives.as_deref_mut(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                g.fill(F::ZERO);
             }
-            if none {
-                if let Some(l) = losses.as_deref_mut().and_then(|l| l.get_mut(i)) {
-                    let v = if options.symmetric {
-                        r.ce * F::HALF
-                    } else {
-                        r.ce
-                    };
-                    *l = if dir == 0 { v } else { *l + v };
-                }
-            }
-            // ∂/∂τ of Σ G·z: −(1/τ)·⟨G, z⟩.
-            dtau -= dot(prow, zrow) / tau;
-            // Gradient coefficients w.r.t. the raw dot products: G/τ times the inverse norms.
-            let (ga, gc) = if dir == 0 {
-                (
-                    out.grad_query.as_deref_mut(),
-                    out.grad_positive.as_deref_mut(),
-                )
-            } else {
-                (
-                    out.grad_positive.as_deref_mut(),
-                    out.grad_query.as_deref_mut(),
-                )
-            };
-            if let Some(ga) = ga.and_then(|g| g.get_mut(i * d..(i + 1) * d)) {
-                // ∂/∂â_i = Σ_j (G_j/τ)·ĉ_j = Σ_j (G_j·inv_c_j/τ)·c_j.
-                if has_neg {
-                    let (Some((&g0, pn)), Some((z0, zn))) =
-                        (prow.split_first(), zrow.split_first_mut())
-                    else {
-                        return Err(short);
-                    };
-                    *z0 = g0 * inv_at(inv_c, i) / tau;
-                    axpy(*z0, ci, ga);
-                    for ((z, &g), j) in zn.iter_mut().zip(pn).zip(0..) {
-                        *z = g * inv_at(inv_neg, j) / tau;
-                    }
-                    let _ = linalg::matmul_nn(zn, neg_i, m, d, ga, true);
+            let inv_at = |v: &[F], i: usize| {
+                if normalize {
+                    v.get(i).copied().unwrap_or(F::NAN)
                 } else {
-                    for ((z, &g), j) in zrow.iter_mut().zip(prow.iter()).zip(0..) {
-                        *z = g * inv_at(inv_c, j) / tau;
-                    }
-                    let _ = linalg::matmul_nn(zrow, c, n, d, ga, true);
+                    F::ONE
                 }
-            }
-            // ∂/∂ĉ_j += (G_j/τ)·â_i = (G_j·inv_a_i/τ)·a_i.
-            let f = ia / tau;
-            for g in prow.iter_mut() {
-                *g *= f;
-            }
-            if has_neg {
-                let Some((&g0, pn)) = prow.split_first() else {
-                    return Err(short);
+            };
+            let mut total = [F::ZERO, F::ZERO];
+            let mut dtau = F::ZERO;
+            let none = reduction == Reduction::None;
+            let directions = if options.symmetric { 2 } else { 1 };
+            for dir in 0..directions {
+                // Rows `a` against candidates `c`: queries against keys, then keys against
+                // queries.
+                let (a, c, inv_a, inv_c) = if dir == 0 {
+                    (query, positive, &*inv_q, &*inv_k)
+                } else {
+                    (positive, query, &*inv_k, &*inv_q)
                 };
-                if let Some(gk) = gc.and_then(|g| g.get_mut(i * d..(i + 1) * d)) {
-                    axpy(g0, ai, gk);
-                }
-                let gn = out.grad_negatives.as_deref_mut().and_then(|g| {
-                    if paired {
-                        g.get_mut(i * m * d..(i + 1) * m * d)
+                for (i, ai) in chunks(a, d).enumerate() {
+                    let ia = inv_at(inv_a, i);
+                    // Logits: raw dot products, times the inverse norms, over τ.
+                    let ci = c.get(i * d..(i + 1) * d).unwrap_or(&[]);
+                    let neg_i: &[F] = if paired {
+                        neg.get(i * m * d..(i + 1) * m * d).unwrap_or(&[])
                     } else {
-                        Some(g)
+                        neg
+                    };
+                    if has_neg {
+                        if paired {
+                            inv_norms(neg_i, d, normalize, inv_neg);
+                        }
+                        let Some((z0, zn)) = zrow.split_first_mut() else {
+                            return Err(short);
+                        };
+                        *z0 = dot(ai, ci) * (ia * inv_at(inv_c, i)) / tau;
+                        within::matmul_nt(ai, neg_i, d, zn);
+                        for (j, z) in zn.iter_mut().enumerate() {
+                            *z = *z * (ia * inv_at(inv_neg, j)) / tau;
+                        }
+                    } else {
+                        within::matmul_nt(ai, c, d, zrow);
+                        for (j, z) in zrow.iter_mut().enumerate() {
+                            *z = *z * (ia * inv_at(inv_c, j)) / tau;
+                        }
                     }
-                });
-                if let Some(gn) = gn {
-                    let _ = linalg::matmul_tn(pn, ai, m, d, gn, true);
+                    let label = if has_neg { 0 } else { i };
+                    let k = Consts::plain(row_len, scale);
+                    let r = row_grad::<F, B>(zrow, prow, label, &k, false);
+                    if let Some(t) = total.get_mut(dir) {
+                        *t += r.ce;
+                    }
+                    if none {
+                        if let Some(l) = losses.as_deref_mut().and_then(|l| l.get_mut(i)) {
+                            let v = if options.symmetric {
+                                r.ce * F::HALF
+                            } else {
+                                r.ce
+                            };
+                            *l = if dir == 0 { v } else { *l + v };
+                        }
+                    }
+                    // ∂/∂τ of Σ G·z: −(1/τ)·⟨G, z⟩.
+                    dtau -= dot(prow, zrow) / tau;
+                    // Gradient coefficients w.r.t. the raw dot products: G/τ times the inverse
+                    // norms.
+                    let (ga, gc) = if dir == 0 {
+                        (grad_query.as_deref_mut(), grad_positive.as_deref_mut())
+                    } else {
+                        (grad_positive.as_deref_mut(), grad_query.as_deref_mut())
+                    };
+                    if let Some(ga) = ga.and_then(|g| g.get_mut(i * d..(i + 1) * d)) {
+                        // ∂/∂â_i = Σ_j (G_j/τ)·ĉ_j = Σ_j (G_j·inv_c_j/τ)·c_j.
+                        if has_neg {
+                            let (Some((&g0, pn)), Some((z0, zn))) =
+                                (prow.split_first(), zrow.split_first_mut())
+                            else {
+                                return Err(short);
+                            };
+                            *z0 = g0 * inv_at(inv_c, i) / tau;
+                            axpy(*z0, ci, ga);
+                            for ((z, &g), j) in zn.iter_mut().zip(pn).zip(0..) {
+                                *z = g * inv_at(inv_neg, j) / tau;
+                            }
+                            within::matmul_nn(zn, neg_i, m, d, ga, true);
+                        } else {
+                            for ((z, &g), j) in zrow.iter_mut().zip(prow.iter()).zip(0..) {
+                                *z = g * inv_at(inv_c, j) / tau;
+                            }
+                            within::matmul_nn(zrow, c, n, d, ga, true);
+                        }
+                    }
+                    // ∂/∂ĉ_j += (G_j/τ)·â_i = (G_j·inv_a_i/τ)·a_i.
+                    let f = ia / tau;
+                    for g in prow.iter_mut() {
+                        *g *= f;
+                    }
+                    if has_neg {
+                        let Some((&g0, pn)) = prow.split_first() else {
+                            return Err(short);
+                        };
+                        if let Some(gk) = gc.and_then(|g| g.get_mut(i * d..(i + 1) * d)) {
+                            axpy(g0, ai, gk);
+                        }
+                        let gn = grad_negatives.as_deref_mut().and_then(|g| {
+                            if paired {
+                                g.get_mut(i * m * d..(i + 1) * m * d)
+                            } else {
+                                Some(g)
+                            }
+                        });
+                        if let Some(gn) = gn {
+                            within::matmul_tn(pn, ai, m, d, gn, true);
+                        }
+                    } else if let Some(gc) = gc {
+                        within::matmul_tn(prow, ai, n, d, gc, true);
+                    }
                 }
-            } else if let Some(gc) = gc {
-                let _ = linalg::matmul_tn(prow, ai, n, d, gc, true);
             }
-        }
-    }
-    // Back through the normalisation.
-    if normalize {
-        for (x, g) in [
-            (query, out.grad_query.as_deref_mut()),
-            (positive, out.grad_positive.as_deref_mut()),
-            (neg, out.grad_negatives.as_deref_mut()),
-        ] {
-            if let Some(g) = g {
-                for (xr, gr) in crate::math::rows(x, d).zip(crate::math::rows_mut(g, d)) {
-                    normalize_backward(xr, gr);
+            // Back through the normalisation.
+            if normalize {
+                for (x, g) in [
+                    (query, grad_query),
+                    (positive, grad_positive),
+                    (neg, grad_negatives),
+                ] {
+                    if let Some(g) = g {
+                        for (xr, gr) in chunks(x, d).zip(chunks_mut(g, d)) {
+                            normalize_backward(xr, gr);
+                        }
+                    }
                 }
             }
-        }
-    }
-    if let Some(gt) = out.grad_temperature {
+            Ok((total, dtau))
+        },
+    )?;
+    if let Some(gt) = grad_temperature {
         *gt = dtau;
     }
     let [t0, t1] = total;
@@ -615,12 +629,70 @@ pub fn info_nce<F: Float, B: Backend<F>>(
             }
         }
     };
-    if !none {
+    if reduction != Reduction::None {
         if let Some(l) = losses.and_then(|l| l.first_mut()) {
             *l = v;
         }
     }
     Ok(v)
+}
+
+/// The options of [`info_nce_single`]: the temperature τ (0.1, as [`InfoNceOptions`]). The
+/// single-query form never normalises and has no reduction (one sample).
+///
+/// # Examples
+///
+/// ```
+/// let o = loss_core::InfoNceSingleOptions::new().with_temperature(0.07f32);
+/// assert_eq!(o.temperature(), 0.07);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct InfoNceSingleOptions<F> {
+    temperature: F,
+}
+
+impl<F: Float> Default for InfoNceSingleOptions<F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<F: Float> InfoNceSingleOptions<F> {
+    /// τ = 0.1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(loss_core::InfoNceSingleOptions::<f64>::new().temperature(), 0.1);
+    /// ```
+    pub fn new() -> Self {
+        InfoNceSingleOptions {
+            temperature: F::from_f64(0.1),
+        }
+    }
+
+    /// The temperature τ (finite, `> 0`): logits are dot products divided by τ.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::InfoNceSingleOptions::new().with_temperature(1.0f32);
+    /// # let _ = o;
+    /// ```
+    pub fn with_temperature(self, temperature: F) -> Self {
+        InfoNceSingleOptions { temperature }
+    }
+
+    /// The temperature in effect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(loss_core::InfoNceSingleOptions::<f32>::new().temperature(), 0.1);
+    /// ```
+    pub fn temperature(&self) -> F {
+        self.temperature
+    }
 }
 
 /// InfoNCE for one query `q` with one positive key `k⁺` and `M` negative keys (seed 001,
@@ -633,8 +705,11 @@ pub fn info_nce<F: Float, B: Backend<F>>(
 /// * `∂L/∂k⁻_m = p_m·q/τ`;
 /// * `∂L/∂τ = −(E_p[z] − z⁺)/τ` with `z` the logits.
 ///
-/// It is [`info_nce`] with one query, [`Negatives::Unpaired`], no normalisation and the given τ
-/// (any reduction of one sample is the sample's loss). `scratch` holds `2·(M + 1)` values.
+/// Returns the scalar whose gradient the call writes: the loss of the one sample (its mean, its
+/// sum and its per-sample value alike; the outputs' `losses`, if given, holds one value).
+///
+/// It is [`info_nce`] with one query, [`Negatives::Unpaired`], no normalisation and the given τ.
+/// The outputs' `scratch` holds at least `2·(M + 1)` values.
 ///
 /// # Errors
 ///
@@ -644,15 +719,16 @@ pub fn info_nce<F: Float, B: Backend<F>>(
 /// # Examples
 ///
 /// ```
-/// use loss_core::{info_nce_single, InfoNceOutputs};
+/// use loss_core::{info_nce_single, InfoNceOutputs, InfoNceSingleOptions};
 /// use loss_core::softmax_core::backend::Poly;
 /// let q = [1.0f64, 0.0];
 /// let kp = [1.0, 0.0];
 /// let kn = [0.0, 1.0, -1.0, 0.0]; // two negatives
 /// let mut gq = [0.0; 2];
 /// let mut scratch = [0.0; 6];
-/// let l = info_nce_single(Poly, &q, &kp, &kn, 1.0,
-///                         InfoNceOutputs::new().with_grad_query(&mut gq), &mut scratch)?;
+/// let o = InfoNceSingleOptions::new().with_temperature(1.0);
+/// let l = info_nce_single(Poly, &q, &kp, &kn, &o,
+///                         InfoNceOutputs::new(&mut scratch).with_grad_query(&mut gq))?;
 /// let s = 1f64.exp() + 1.0 + (-1f64).exp();
 /// assert!((l - (s.ln() - 1.0)).abs() < 1e-15);
 /// // E_p[k] − k⁺: (e·[1,0] + 1·[0,1] + e⁻¹·[−1,0])/s − [1, 0]
@@ -664,9 +740,8 @@ pub fn info_nce_single<F: Float, B: Backend<F>>(
     q: &[F],
     k_pos: &[F],
     k_neg: &[F],
-    temperature: F,
+    options: &InfoNceSingleOptions<F>,
     out: InfoNceOutputs<'_, F>,
-    scratch: &mut [F],
 ) -> Result<F, Error> {
     let d = q.len();
     if d == 0 {
@@ -674,7 +749,7 @@ pub fn info_nce_single<F: Float, B: Backend<F>>(
     }
     let m = rows_of("k_neg", k_neg.len(), d)?;
     let opts = InfoNceOptions::new()
-        .with_temperature(temperature)
+        .with_temperature(options.temperature)
         .with_normalize(false)
         .with_reduction(Reduction::Sum);
     info_nce(
@@ -685,7 +760,6 @@ pub fn info_nce_single<F: Float, B: Backend<F>>(
         Negatives::Unpaired { keys: k_neg, m },
         &opts,
         out,
-        scratch,
     )
 }
 
@@ -701,14 +775,164 @@ pub fn nt_xent_scratch_len(n: usize) -> usize {
     n.saturating_mul(6)
 }
 
+/// The options of [`nt_xent`]: the temperature τ (0.1, the default of SimCLR's reference
+/// implementation) and L2 normalisation of the views (on, as SimCLR's cosine similarity).
+///
+/// # Examples
+///
+/// ```
+/// let o = loss_core::NtXentOptions::new().with_temperature(0.5f32).with_normalize(false);
+/// assert_eq!(o.temperature(), 0.5);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct NtXentOptions<F> {
+    temperature: F,
+    normalize: bool,
+}
+
+impl<F: Float> Default for NtXentOptions<F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<F: Float> NtXentOptions<F> {
+    /// τ = 0.1, normalised.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(loss_core::NtXentOptions::<f32>::new().temperature(), 0.1);
+    /// ```
+    pub fn new() -> Self {
+        NtXentOptions {
+            temperature: F::from_f64(0.1),
+            normalize: true,
+        }
+    }
+
+    /// The temperature τ (finite, `> 0`): logits are similarities divided by τ.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::NtXentOptions::new().with_temperature(0.5f64);
+    /// # let _ = o;
+    /// ```
+    pub fn with_temperature(self, temperature: F) -> Self {
+        NtXentOptions {
+            temperature,
+            ..self
+        }
+    }
+
+    /// Whether every view is first replaced by `x / max(‖x‖, 1e-12)`, with the gradient through
+    /// it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::NtXentOptions::<f32>::new().with_normalize(false);
+    /// # let _ = o;
+    /// ```
+    pub fn with_normalize(self, normalize: bool) -> Self {
+        NtXentOptions { normalize, ..self }
+    }
+
+    /// The temperature in effect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(loss_core::NtXentOptions::<f64>::new().temperature(), 0.1);
+    /// ```
+    pub fn temperature(&self) -> F {
+        self.temperature
+    }
+}
+
+/// The caller's buffers for [`nt_xent`]: the working memory (required, given to
+/// [`new`](Self::new): at least [`nt_xent_scratch_len`]`(N)` values), and each optional: the
+/// gradient with respect to the views (`2N·d`) and the temperature.
+///
+/// # Examples
+///
+/// ```
+/// let (mut scratch, mut g, mut gt) = ([0.0f32; 6], [0.0f32; 4], 0.0f32);
+/// let o = loss_core::NtXentOutputs::new(&mut scratch).with_grad(&mut g)
+///     .with_grad_temperature(&mut gt);
+/// # let _ = o;
+/// ```
+#[derive(Debug)]
+pub struct NtXentOutputs<'a, F> {
+    grad: Option<&'a mut [F]>,
+    grad_temperature: Option<&'a mut F>,
+    scratch: &'a mut [F],
+}
+
+impl<'a, F: Float> NtXentOutputs<'a, F> {
+    /// The working memory `scratch` (at least [`nt_xent_scratch_len`] values; its contents on
+    /// return are unspecified) and no outputs besides the return value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut scratch = [0.0f64; 6];
+    /// let o = loss_core::NtXentOutputs::new(&mut scratch);
+    /// # let _ = o;
+    /// ```
+    pub fn new(scratch: &'a mut [F]) -> Self {
+        NtXentOutputs {
+            grad: None,
+            grad_temperature: None,
+            scratch,
+        }
+    }
+
+    /// ∂loss/∂z (`2N·d`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (mut s, mut g) = ([0.0f32; 6], [0.0f32; 4]);
+    /// let o = loss_core::NtXentOutputs::new(&mut s).with_grad(&mut g);
+    /// # let _ = o;
+    /// ```
+    pub fn with_grad(self, grad: &'a mut [F]) -> Self {
+        NtXentOutputs {
+            grad: Some(grad),
+            ..self
+        }
+    }
+
+    /// ∂loss/∂τ, for a learned temperature.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (mut s, mut g) = ([0.0f32; 6], 0.0f32);
+    /// let o = loss_core::NtXentOutputs::new(&mut s).with_grad_temperature(&mut g);
+    /// # let _ = o;
+    /// ```
+    pub fn with_grad_temperature(self, g: &'a mut F) -> Self {
+        NtXentOutputs {
+            grad_temperature: Some(g),
+            ..self
+        }
+    }
+}
+
 /// SimCLR's NT-Xent loss over `2N` views: `z` holds `2N` rows of `d` (rows `0..N` the first
 /// views, `N..2N` their second views). Optionally normalised (`x / max(‖x‖, 1e-12)`), then each
 /// anchor `i` takes the cross-entropy of its similarities to the other `2N − 1` views (itself
-/// excluded) over τ, with its partner (`i ± N`) as the label; the loss is the mean over the `2N`
-/// anchors. Gradients with respect to `z` (into `grad`, optional, `2N·d`) and τ (optional), as
-/// [`info_nce`]'s.
+/// excluded) over τ, with its partner (`i ± N`) as the label. Gradients with respect to `z` and
+/// τ into the outputs, each if given, as [`info_nce`]'s.
 ///
-/// Memory: `scratch` of [`nt_xent_scratch_len`]`(N)` values. Accuracy as [`info_nce`].
+/// Returns the scalar whose gradient the call writes: the mean over the `2N` anchors (the loss
+/// has no other reduction).
+///
+/// Memory: the outputs' `scratch` of [`nt_xent_scratch_len`]`(N)` values. Accuracy as
+/// [`info_nce`].
 ///
 /// # Errors
 ///
@@ -719,26 +943,23 @@ pub fn nt_xent_scratch_len(n: usize) -> usize {
 /// # Examples
 ///
 /// ```
-/// use loss_core::{nt_xent, nt_xent_scratch_len};
+/// use loss_core::{nt_xent, nt_xent_scratch_len, NtXentOptions, NtXentOutputs};
 /// use loss_core::softmax_core::backend::Poly;
 /// // N = 1: each view's only candidate is its partner, so the loss is 0.
 /// let z = [1.0f32, 2.0, 3.0, 4.0];
 /// let mut scratch = [0.0f32; 6];
 /// assert_eq!(nt_xent_scratch_len(1), 6);
-/// let l = nt_xent(Poly, &z, 2, 0.5, true, None, None, &mut scratch)?;
+/// let o = NtXentOptions::new().with_temperature(0.5);
+/// let l = nt_xent(Poly, &z, 2, &o, NtXentOutputs::new(&mut scratch))?;
 /// assert_eq!(l, 0.0);
 /// # Ok::<(), loss_core::Error>(())
 /// ```
-#[allow(clippy::too_many_arguments)]
 pub fn nt_xent<F: Float, B: Backend<F>>(
     _backend: B,
     z: &[F],
     d: usize,
-    temperature: F,
-    normalize: bool,
-    mut grad: Option<&mut [F]>,
-    grad_temperature: Option<&mut F>,
-    scratch: &mut [F],
+    options: &NtXentOptions<F>,
+    out: NtXentOutputs<'_, F>,
 ) -> Result<F, Error> {
     let rows = rows_of("z", z.len(), d)?;
     if rows % 2 != 0 {
@@ -749,7 +970,7 @@ pub fn nt_xent<F: Float, B: Backend<F>>(
         });
     }
     let n = rows / 2;
-    let tau = temperature;
+    let tau = options.temperature;
     if !(tau > F::ZERO && tau.is_finite()) {
         return Err(Error::InvalidParameter {
             name: "temperature",
@@ -758,76 +979,76 @@ pub fn nt_xent<F: Float, B: Backend<F>>(
     if n == 0 {
         return Err(Error::NoTargets);
     }
+    let NtXentOutputs {
+        mut grad,
+        grad_temperature,
+        scratch,
+    } = out;
     if let Some(g) = &grad {
         check_len("grad", z.len(), g.len())?;
     }
     let need = nt_xent_scratch_len(n);
-    if scratch.len() < need {
-        return Err(Error::LengthMismatch {
-            argument: "scratch",
-            expected: need,
-            found: scratch.len(),
-        });
+    let found = scratch.len();
+    if found < need {
+        return Err(short_scratch(need, found));
     }
-    let short = Error::LengthMismatch {
-        argument: "scratch",
-        expected: need,
-        found: scratch.len(),
-    };
+    let short = short_scratch(need, found);
     let (inv, rest) = scratch.split_at_mut_checked(rows).ok_or(short)?;
     let (zrow, rest) = rest.split_at_mut_checked(rows).ok_or(short)?;
     let prow = rest.get_mut(..rows).ok_or(short)?;
-    inv_norms(z, d, normalize, inv);
-    if let Some(g) = grad.as_deref_mut() {
-        g.fill(F::ZERO);
-    }
+    let normalize = options.normalize;
     let scale = F::ONE / F::from_usize(rows);
-    let mut total = F::ZERO;
-    let mut dtau = F::ZERO;
-    for (i, zi) in crate::math::rows(z, d).enumerate() {
-        let ii = inv.get(i).copied().unwrap_or(F::NAN);
-        if linalg::matmul_nt(zi, z, d, zrow).is_err() {
-            return Err(Error::Empty { argument: "d" });
-        }
-        for (zj, &ij) in zrow.iter_mut().zip(inv.iter()) {
-            *zj = *zj * (ii * ij) / tau;
-        }
-        if let Some(s) = zrow.get_mut(i) {
-            *s = F::NEG_INFINITY; // self excluded
-        }
-        let partner = if i < n { i + n } else { i - n };
-        let k = Consts::plain(rows, scale);
-        let r = simd::dispatch(
-            #[inline(always)]
-            || row_grad::<F, B>(zrow, prow, partner, &k, false),
-        );
-        total += r.ce;
-        if let Some(s) = zrow.get_mut(i) {
-            *s = F::ZERO; // its gradient is 0; keep −inf out of ⟨G, z⟩
-        }
-        dtau -= dot(prow, zrow) / tau;
-        if let Some(g) = grad.as_deref_mut() {
-            // ∂/∂ẑ_i = Σ_j (G_j/τ)·ẑ_j; ∂/∂ẑ_j += (G_j/τ)·ẑ_i.
-            for ((zj, &gj), &ij) in zrow.iter_mut().zip(prow.iter()).zip(inv.iter()) {
-                *zj = gj * ij / tau;
+    let (total, dtau) = simd::dispatch(
+        #[inline(always)]
+        || {
+            inv_norms(z, d, normalize, inv);
+            if let Some(g) = grad.as_deref_mut() {
+                g.fill(F::ZERO);
             }
-            if let Some(gi) = g.get_mut(i * d..(i + 1) * d) {
-                let _ = linalg::matmul_nn(zrow, z, rows, d, gi, true);
+            let mut total = F::ZERO;
+            let mut dtau = F::ZERO;
+            for (i, zi) in chunks(z, d).enumerate() {
+                let ii = inv.get(i).copied().unwrap_or(F::NAN);
+                within::matmul_nt(zi, z, d, zrow);
+                for (zj, &ij) in zrow.iter_mut().zip(inv.iter()) {
+                    *zj = *zj * (ii * ij) / tau;
+                }
+                if let Some(s) = zrow.get_mut(i) {
+                    *s = F::NEG_INFINITY; // self excluded
+                }
+                let partner = if i < n { i + n } else { i - n };
+                let k = Consts::plain(rows, scale);
+                let r = row_grad::<F, B>(zrow, prow, partner, &k, false);
+                total += r.ce;
+                if let Some(s) = zrow.get_mut(i) {
+                    *s = F::ZERO; // its gradient is 0; keep −inf out of ⟨G, z⟩
+                }
+                dtau -= dot(prow, zrow) / tau;
+                if let Some(g) = grad.as_deref_mut() {
+                    // ∂/∂ẑ_i = Σ_j (G_j/τ)·ẑ_j; ∂/∂ẑ_j += (G_j/τ)·ẑ_i.
+                    for ((zj, &gj), &ij) in zrow.iter_mut().zip(prow.iter()).zip(inv.iter()) {
+                        *zj = gj * ij / tau;
+                    }
+                    if let Some(gi) = g.get_mut(i * d..(i + 1) * d) {
+                        within::matmul_nn(zrow, z, rows, d, gi, true);
+                    }
+                    let f = ii / tau;
+                    for p in prow.iter_mut() {
+                        *p *= f;
+                    }
+                    within::matmul_tn(prow, zi, rows, d, g, true);
+                }
             }
-            let f = ii / tau;
-            for p in prow.iter_mut() {
-                *p *= f;
+            if normalize {
+                if let Some(g) = grad {
+                    for (xr, gr) in chunks(z, d).zip(chunks_mut(g, d)) {
+                        normalize_backward(xr, gr);
+                    }
+                }
             }
-            let _ = linalg::matmul_tn(prow, zi, rows, d, g, true);
-        }
-    }
-    if normalize {
-        if let Some(g) = grad {
-            for (xr, gr) in crate::math::rows(z, d).zip(crate::math::rows_mut(g, d)) {
-                normalize_backward(xr, gr);
-            }
-        }
-    }
+            (total, dtau)
+        },
+    );
     if let Some(gt) = grad_temperature {
         *gt = dtau;
     }
@@ -1022,10 +1243,15 @@ impl<'a, F: Float> SiglipOutputs<'a, F> {
 /// `L = −(1/N)·Σ_i Σ_j ln σ(z_ij·(s·ĉ_ij + b))`, `z_ii = 1`, `z_ij = −1` for `i ≠ j`.
 ///
 /// No normaliser over a row, so it streams pair by pair in O(1) extra memory (no scratch at all,
-/// made for small devices): each pair's similarity is one `linalg::dot` (and, normalising, the
-/// norm of `y_j` recomputed, another), `ln σ` is softmax-core's `special::log_sigmoid`. Gradients:
+/// made for small devices): each pair's similarity is one dot product (`linalg::within::dot`;
+/// normalising, the norm of `y_j` recomputed, another), `ln σ` is softmax-core's
+/// `special::log_sigmoid`. Gradients:
 /// with `a = s·ĉ + b` and `g = −z·σ(−z·a)/N`: `∂L/∂b = Σ g`, `∂L/∂t = Σ g·s·ĉ`,
 /// `∂L/∂x̂_i = Σ_j g_ij·s·ŷ_j`, `∂L/∂ŷ_j = Σ_i g_ij·s·x̂_i`, then back through the normalisation.
+///
+/// Returns the scalar whose gradient the call writes: `L`, the mean over the `N` rows of each
+/// row's sum over its `N` pairs (the loss has no other reduction). The outputs
+/// ([`SiglipOutputs`]) receive the gradients, each if given.
 ///
 /// Accuracy: each pair's term within a few ULP of the exact term of the computed similarity
 /// (log-sigmoid and sigmoid within 3 ULP); the sum of `N²` terms in order.
@@ -1085,25 +1311,22 @@ pub fn siglip_loss<F: Float, B: Backend<F>>(
             F::ONE
         }
     };
-    if let Some(g) = out.grad_y.as_deref_mut() {
-        g.fill(F::ZERO);
-    }
-    let mut total = F::ZERO;
-    let (mut dt, mut db) = (F::ZERO, F::ZERO);
-    let mut grad_x_rows = out
-        .grad_x
-        .as_deref_mut()
-        .map(|g| crate::math::rows_mut(g, d));
-    for (i, xi) in crate::math::rows(x, d).enumerate() {
-        let ix = inv_of(xi);
-        let mut gx = grad_x_rows.as_mut().and_then(|it| it.next());
-        if let Some(g) = gx.as_deref_mut() {
-            g.fill(F::ZERO);
-        }
-        simd::dispatch(
-            #[inline(always)]
-            || {
-                for (j, yj) in crate::math::rows(y, d).enumerate() {
+    let (total, dt, db) = simd::dispatch(
+        #[inline(always)]
+        || {
+            if let Some(g) = out.grad_y.as_deref_mut() {
+                g.fill(F::ZERO);
+            }
+            let mut total = F::ZERO;
+            let (mut dt, mut db) = (F::ZERO, F::ZERO);
+            let mut grad_x_rows = out.grad_x.as_deref_mut().map(|g| chunks_mut(g, d));
+            for (i, xi) in chunks(x, d).enumerate() {
+                let ix = inv_of(xi);
+                let mut gx = grad_x_rows.as_mut().and_then(|it| it.next());
+                if let Some(g) = gx.as_deref_mut() {
+                    g.fill(F::ZERO);
+                }
+                for (j, yj) in chunks(y, d).enumerate() {
                     let iy = inv_of(yj);
                     let c = dot(xi, yj) * ix * iy;
                     let a = s * c + b;
@@ -1126,21 +1349,22 @@ pub fn siglip_loss<F: Float, B: Backend<F>>(
                         axpy(gc * ix, xi, gy);
                     }
                 }
-            },
-        );
-        if normalize {
-            if let Some(g) = gx {
-                normalize_backward(xi, g);
+                if normalize {
+                    if let Some(g) = gx {
+                        normalize_backward(xi, g);
+                    }
+                }
             }
-        }
-    }
-    if normalize {
-        if let Some(g) = out.grad_y.as_deref_mut() {
-            for (yr, gr) in crate::math::rows(y, d).zip(crate::math::rows_mut(g, d)) {
-                normalize_backward(yr, gr);
+            if normalize {
+                if let Some(g) = out.grad_y.as_deref_mut() {
+                    for (yr, gr) in chunks(y, d).zip(chunks_mut(g, d)) {
+                        normalize_backward(yr, gr);
+                    }
+                }
             }
-        }
-    }
+            (total, dt, db)
+        },
+    );
     if let Some(g) = out.grad_logit_scale {
         *g = dt;
     }

@@ -168,13 +168,17 @@ impl<'a, F: Float> BceOptions<'a, F> {
 /// `w·[(1 − y)·σ(x) − p_w·y·σ(−x)]`. `logits` and `target` hold `B` rows of `classes` values
 /// (`pos_weight` has `classes` values); `Mean` is over all elements.
 ///
+/// Returns the scalar whose gradient the call writes: the mean, the sum, or with `None` the sum
+/// of the per-element values (written to the outputs' `losses`, required then).
+///
 /// Accuracy: a few ULP per element (softplus and sigmoid of softmax-core's `special`, within
 /// 3 ULP), the sum of the elements in order.
 ///
 /// # Errors
 ///
-/// [`Error::Empty`], [`Error::RaggedBatch`], [`Error::LengthMismatch`]; [`Error::NoTargets`]
-/// for `Mean` over no elements; [`Error::InvalidParameter`] for `BatchMean`.
+/// [`Error::Empty`], [`Error::RaggedBatch`], [`Error::LengthMismatch`];
+/// [`Error::MissingOutput`] for `None` without `losses`; [`Error::NoTargets`] for `Mean` over
+/// no elements; [`Error::InvalidParameter`] for `BatchMean`.
 ///
 /// # Examples
 ///
@@ -230,12 +234,114 @@ pub fn binary_cross_entropy_with_logits<F: Float, B: Backend<F>>(
     ))
 }
 
+/// The options of [`sigmoid_focal_loss`], with torchvision's defaults: `alpha = 0.25`,
+/// `gamma = 2`, reduction `None` (so the per-element buffer, the outputs' `losses`, is required
+/// unless another reduction is chosen).
+///
+/// The setters do not validate; the loss does (and returns [`Error::InvalidParameter`]): `gamma`
+/// finite and `>= 0`, `alpha` finite (a negative `alpha` turns the `α_t` factor off, as in
+/// torchvision).
+///
+/// # Examples
+///
+/// ```
+/// use loss_core::{Reduction, SigmoidFocalOptions};
+/// let o = SigmoidFocalOptions::new().with_alpha(0.5f32).with_gamma(1.5)
+///     .with_reduction(Reduction::Mean);
+/// assert_eq!(o.reduction(), Reduction::Mean);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct SigmoidFocalOptions<F> {
+    alpha: F,
+    gamma: F,
+    reduction: Reduction,
+}
+
+impl<F: Float> Default for SigmoidFocalOptions<F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<F: Float> SigmoidFocalOptions<F> {
+    /// torchvision's defaults: `α = 0.25`, `γ = 2`, `Reduction::None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::SigmoidFocalOptions::<f32>::new();
+    /// assert_eq!(o.reduction(), loss_core::Reduction::None);
+    /// ```
+    pub fn new() -> Self {
+        SigmoidFocalOptions {
+            alpha: F::from_f64(0.25),
+            gamma: F::TWO,
+            reduction: Reduction::None,
+        }
+    }
+
+    /// The weight `α` of the positive class (`1 − α` for the negative one); negative: no
+    /// weighting (torchvision's `alpha=-1`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::SigmoidFocalOptions::new().with_alpha(-1.0f64);
+    /// # let _ = o;
+    /// ```
+    pub fn with_alpha(self, alpha: F) -> Self {
+        SigmoidFocalOptions { alpha, ..self }
+    }
+
+    /// The focusing exponent γ (finite, `>= 0`; 0 gives the α-weighted BCE).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::SigmoidFocalOptions::new().with_gamma(0.5f32);
+    /// # let _ = o;
+    /// ```
+    pub fn with_gamma(self, gamma: F) -> Self {
+        SigmoidFocalOptions { gamma, ..self }
+    }
+
+    /// The reduction (`None` by default, `Sum`, `Mean`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use loss_core::{Reduction, SigmoidFocalOptions};
+    /// let o = SigmoidFocalOptions::<f32>::new().with_reduction(Reduction::Sum);
+    /// # let _ = o;
+    /// ```
+    pub fn with_reduction(self, reduction: Reduction) -> Self {
+        SigmoidFocalOptions { reduction, ..self }
+    }
+
+    /// The reduction in effect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use loss_core::{Reduction, SigmoidFocalOptions};
+    /// assert_eq!(SigmoidFocalOptions::<f64>::new().reduction(), Reduction::None);
+    /// ```
+    pub fn reduction(&self) -> Reduction {
+        self.reduction
+    }
+}
+
 /// torchvision's `sigmoid_focal_loss(inputs, targets, alpha=0.25, gamma=2, reduction="none")`:
 /// per element `ℓ = α_t·BCE(x, y)·(1 − p_t)^γ` with `p = σ(x)`,
 /// `p_t = p·y + (1 − p)·(1 − y)`, `α_t = α·y + (1 − α)·(1 − y)` (no `α_t` factor when
 /// `α < 0`). Computed without cancellation: `1 − p_t = σ(x)·(1 − y) + σ(−x)·y`, the BCE as in
 /// [`binary_cross_entropy_with_logits`]. `γ` must be finite and `>= 0` (integer `γ <= 16` by
-/// repeated multiplication, as `pow` does; other `γ` through the backend's `exp`/`ln`).
+/// repeated multiplication, as `pow` does; other `γ` through the backend's `exp`/`ln`). The
+/// options ([`SigmoidFocalOptions`]) default to torchvision's.
+///
+/// Returns the scalar whose gradient the call writes: the mean, the sum, or with `None` (the
+/// default) the sum of the per-element values (written to the outputs' `losses`, required
+/// then).
 ///
 /// Gradient with respect to `x`:
 /// `α_t·[(p − y)·m^γ + BCE·γ·m^(γ−1)·p(1 − p)·(1 − 2y)]`, `m = 1 − p_t` (the second term taken
@@ -246,33 +352,32 @@ pub fn binary_cross_entropy_with_logits<F: Float, B: Backend<F>>(
 ///
 /// # Errors
 ///
-/// [`Error::LengthMismatch`] unless `target` is as long as `logits`; [`Error::NoTargets`] for
-/// `Mean` over no elements; [`Error::InvalidParameter`] for `gamma` (negative, not finite),
-/// `alpha` (NaN or infinite) or `BatchMean`.
+/// [`Error::LengthMismatch`] unless `target` is as long as `logits`; [`Error::MissingOutput`]
+/// for `None` without `losses`; [`Error::NoTargets`] for `Mean` over no elements;
+/// [`Error::InvalidParameter`] for `gamma` (negative, not finite), `alpha` (NaN or infinite) or
+/// `BatchMean`.
 ///
 /// # Examples
 ///
 /// ```
-/// use loss_core::{sigmoid_focal_loss, Outputs, Reduction};
+/// use loss_core::{sigmoid_focal_loss, Outputs, SigmoidFocalOptions};
 /// use loss_core::softmax_core::backend::Poly;
 /// let mut per = [0.0f32; 2];
-/// sigmoid_focal_loss(Poly, &[0.0, 3.0], &[1.0, 1.0], 0.25, 2.0, Reduction::None,
+/// sigmoid_focal_loss(Poly, &[0.0, 3.0], &[1.0, 1.0], &SigmoidFocalOptions::new(),
 ///                    Outputs::new().with_losses(&mut per))?;
 /// // x = 0: 0.25 · ln 2 · 0.5² = 0.0433217
 /// assert!((per[0] - 0.043_321_7).abs() < 1e-7);
 /// assert!(per[1] < 1e-4); // an easy example is down-weighted
 /// # Ok::<(), loss_core::Error>(())
 /// ```
-#[allow(clippy::too_many_arguments)]
 pub fn sigmoid_focal_loss<F: Float, B: Backend<F>>(
     _backend: B,
     logits: &[F],
     target: &[F],
-    alpha: F,
-    gamma: F,
-    reduction: Reduction,
+    options: &SigmoidFocalOptions<F>,
     mut out: Outputs<'_, F>,
 ) -> Result<F, Error> {
+    let (alpha, gamma, reduction) = (options.alpha, options.gamma, options.reduction);
     let len = logits.len();
     check_len("target", len, target.len())?;
     if !(gamma >= F::ZERO && gamma.is_finite()) {
@@ -311,6 +416,74 @@ pub fn sigmoid_focal_loss<F: Float, B: Backend<F>>(
     ))
 }
 
+/// The options of [`kl_div`], with PyTorch's defaults: reduction `Mean`, `log_target = false`.
+///
+/// # Examples
+///
+/// ```
+/// use loss_core::{KlDivOptions, Reduction};
+/// let o = KlDivOptions::new().with_reduction(Reduction::BatchMean).with_log_target(true);
+/// assert!(o.log_target());
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KlDivOptions {
+    reduction: Reduction,
+    log_target: bool,
+}
+
+impl KlDivOptions {
+    /// PyTorch's defaults: `Mean`, the target holds probabilities.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::KlDivOptions::new();
+    /// assert!(!o.log_target());
+    /// ```
+    pub fn new() -> Self {
+        KlDivOptions {
+            reduction: Reduction::Mean,
+            log_target: false,
+        }
+    }
+
+    /// The reduction (`None`, `Sum`, `Mean`, `BatchMean`; PyTorch recommends `BatchMean` for the
+    /// true KL divergence).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::KlDivOptions::new().with_reduction(loss_core::Reduction::BatchMean);
+    /// # let _ = o;
+    /// ```
+    pub fn with_reduction(self, reduction: Reduction) -> Self {
+        KlDivOptions { reduction, ..self }
+    }
+
+    /// Whether the target holds log-probabilities (PyTorch's `log_target`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::KlDivOptions::new().with_log_target(true);
+    /// assert!(o.log_target());
+    /// ```
+    pub fn with_log_target(self, log_target: bool) -> Self {
+        KlDivOptions { log_target, ..self }
+    }
+
+    /// Whether the target holds log-probabilities.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(!loss_core::KlDivOptions::new().log_target());
+    /// ```
+    pub fn log_target(&self) -> bool {
+        self.log_target
+    }
+}
+
 /// The Kullback–Leibler divergence loss, as PyTorch's
 /// `kl_div(input, target, reduction="mean", log_target=False)`, `input` holding
 /// log-probabilities: per element `ℓ = t·(ln t − x)` (`0` where `t = 0`, as `xlogy`), or with
@@ -319,6 +492,10 @@ pub fn sigmoid_focal_loss<F: Float, B: Backend<F>>(
 /// PyTorch recommends for the true KL. Gradient with respect to `input`: `−t` (or `−e^t`) times
 /// the reduction's scale.
 ///
+/// Returns the scalar whose gradient the call writes: the mean (`Mean`, or with `BatchMean` the
+/// sum over `batch`), the sum, or with `None` the sum of the per-element values (written to the
+/// outputs' `losses`, required then).
+///
 /// Accuracy: `t·ln t` and `e^t` within the backend's error (<= 1 ULP for `Poly`) plus two
 /// roundings per element; the sum in order.
 ///
@@ -326,30 +503,31 @@ pub fn sigmoid_focal_loss<F: Float, B: Backend<F>>(
 ///
 /// [`Error::LengthMismatch`] unless `target` is as long as `input`; [`Error::Empty`] /
 /// [`Error::RaggedBatch`] unless `batch` divides the length (`batch = 0` is allowed only for an
-/// empty input); [`Error::NoTargets`] for a mean over nothing.
+/// empty input); [`Error::MissingOutput`] for `None` without `losses`; [`Error::NoTargets`] for
+/// a mean over nothing.
 ///
 /// # Examples
 ///
 /// ```
-/// use loss_core::{kl_div, Outputs, Reduction};
+/// use loss_core::{kl_div, KlDivOptions, Outputs, Reduction};
 /// use loss_core::softmax_core::backend::Poly;
 /// let lp = [(0.5f64).ln(), (0.5f64).ln()];
 /// let t = [0.25, 0.75];
-/// let kl = kl_div(Poly, &lp, &t, 1, false, Reduction::BatchMean, Outputs::new())?;
+/// let o = KlDivOptions::new().with_reduction(Reduction::BatchMean);
+/// let kl = kl_div(Poly, &lp, &t, 1, &o, Outputs::new())?;
 /// let want = 0.25 * (0.25f64 / 0.5).ln() + 0.75 * (0.75f64 / 0.5).ln();
 /// assert!((kl - want).abs() < 1e-15);
 /// # Ok::<(), loss_core::Error>(())
 /// ```
-#[allow(clippy::too_many_arguments)]
 pub fn kl_div<F: Float, B: Backend<F>>(
     _backend: B,
     input: &[F],
     target: &[F],
     batch: usize,
-    log_target: bool,
-    reduction: Reduction,
+    options: &KlDivOptions,
     mut out: Outputs<'_, F>,
 ) -> Result<F, Error> {
+    let (reduction, log_target) = (options.reduction, options.log_target);
     let len = input.len();
     check_len("target", len, target.len())?;
     if !(batch == 0 && len == 0) {
@@ -376,30 +554,91 @@ pub fn kl_div<F: Float, B: Backend<F>>(
     ))
 }
 
-/// The mean squared error, as PyTorch's `mse_loss(input, target, reduction="mean")`: per element
-/// `(x − y)²`, gradient `2·(x − y)` times the reduction's scale. Exact to one rounding per
-/// element operation; the sum in order.
-///
-/// # Errors
-///
-/// [`Error::LengthMismatch`] unless the lengths match; [`Error::NoTargets`] for `Mean` over no
-/// elements; [`Error::InvalidParameter`] for `BatchMean`.
+/// The options of [`mse_loss`], with PyTorch's default: reduction `Mean`.
 ///
 /// # Examples
 ///
 /// ```
-/// use loss_core::{mse_loss, Outputs, Reduction};
+/// use loss_core::{MseOptions, Reduction};
+/// let o = MseOptions::new().with_reduction(Reduction::Sum);
+/// assert_eq!(o.reduction(), Reduction::Sum);
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MseOptions {
+    reduction: Reduction,
+}
+
+impl MseOptions {
+    /// PyTorch's default: `Mean`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(loss_core::MseOptions::new().reduction(), loss_core::Reduction::Mean);
+    /// ```
+    pub fn new() -> Self {
+        MseOptions {
+            reduction: Reduction::Mean,
+        }
+    }
+
+    /// The reduction (`None`, `Sum`, `Mean`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::MseOptions::new().with_reduction(loss_core::Reduction::None);
+    /// # let _ = o;
+    /// ```
+    pub fn with_reduction(self, reduction: Reduction) -> Self {
+        MseOptions { reduction }
+    }
+
+    /// The reduction in effect.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(loss_core::MseOptions::new().reduction(), loss_core::Reduction::Mean);
+    /// ```
+    pub fn reduction(&self) -> Reduction {
+        self.reduction
+    }
+}
+
+/// The mean squared error, as PyTorch's `mse_loss(input, target, reduction="mean")`: per element
+/// `(x − y)²`, gradient `2·(x − y)` times the reduction's scale. Exact to one rounding per
+/// element operation; the sum in order. The backend is not used (no `exp` or `ln` is taken); it
+/// is there so that every loss is called the same way.
+///
+/// Returns the scalar whose gradient the call writes: the mean, the sum, or with `None` the sum
+/// of the per-element values (written to the outputs' `losses`, required then).
+///
+/// # Errors
+///
+/// [`Error::LengthMismatch`] unless the lengths match; [`Error::MissingOutput`] for `None`
+/// without `losses`; [`Error::NoTargets`] for `Mean` over no elements;
+/// [`Error::InvalidParameter`] for `BatchMean`.
+///
+/// # Examples
+///
+/// ```
+/// use loss_core::{mse_loss, MseOptions, Outputs};
+/// use loss_core::softmax_core::backend::Poly;
 /// let mut g = [0.0f32; 2];
-/// let l = mse_loss(&[1.0, 3.0], &[0.0, 1.0], Reduction::Mean, Outputs::new().with_grad(&mut g))?;
+/// let l = mse_loss(Poly, &[1.0, 3.0], &[0.0, 1.0], &MseOptions::new(),
+///                  Outputs::new().with_grad(&mut g))?;
 /// assert_eq!((l, g), (2.5, [1.0, 2.0]));
 /// # Ok::<(), loss_core::Error>(())
 /// ```
-pub fn mse_loss<F: Float>(
+pub fn mse_loss<F: Float, B: Backend<F>>(
+    _backend: B,
     input: &[F],
     target: &[F],
-    reduction: Reduction,
+    options: &MseOptions,
     mut out: Outputs<'_, F>,
 ) -> Result<F, Error> {
+    let reduction = options.reduction;
     let len = input.len();
     check_len("target", len, target.len())?;
     let scale = scale_of(reduction, len, len, false)?;

@@ -4,17 +4,18 @@
 #![forbid(unsafe_code)]
 
 /// What can go wrong in a call: a shape or length that does not fit, a class index outside the
-/// classes, a `Mean` over zero total weight, or a parameter outside its domain. Values inside the
-/// tensors (NaN, ±inf, huge, tiny) are never errors.
+/// classes, a `Mean` over zero total weight, a parameter outside its domain, or an output buffer
+/// the options require that was not given. Values inside the tensors (NaN, ±inf, huge, tiny) are
+/// never errors.
 ///
 /// # Examples
 ///
 /// ```
-/// use loss_core::{cross_entropy, CrossEntropyOptions, Error, Outputs, RowStats};
+/// use loss_core::{cross_entropy, CrossEntropyOptions, CrossEntropyOutputs, Error};
 /// use loss_core::softmax_core::backend::Poly;
 /// let logits = [1.0f32, 2.0, 3.0, 4.0];
 /// let r = cross_entropy(Poly, &logits, 2, &[0, 5], &CrossEntropyOptions::new(),
-///                       Outputs::new(), RowStats::new());
+///                       CrossEntropyOutputs::new());
 /// assert_eq!(r, Err(Error::TargetOutOfRange { sample: 1, target: 5 }));
 /// assert_eq!(r.unwrap_err().to_string(), "target 5 of sample 1 is not a class index (and not ignore_index)");
 /// ```
@@ -63,6 +64,13 @@ pub enum Error {
         /// The parameter.
         name: &'static str,
     },
+    /// An output buffer that the options make necessary was not given: with
+    /// [`Reduction::None`](crate::Reduction::None) the per-sample losses are the result, so the
+    /// per-sample buffer (`losses`) is required.
+    MissingOutput {
+        /// The buffer (the outputs' `with_*` method that gives it, without `with_`).
+        argument: &'static str,
+    },
     /// An error reported by softmax-core (a backstop: the losses check their arguments first).
     Softmax(softmax_core::Error),
 }
@@ -89,6 +97,10 @@ impl core::fmt::Display for Error {
                 f.write_str("mean over zero total weight (every target ignored or weighted 0)")
             }
             Error::InvalidParameter { name } => write!(f, "invalid value of `{name}`"),
+            Error::MissingOutput { argument } => write!(
+                f,
+                "`{argument}` is required: with reduction none the per-sample values are the result"
+            ),
             Error::Softmax(e) => write!(f, "softmax-core: {e}"),
         }
     }

@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 use softmax_core::backend::Backend;
+use softmax_core::chunks::{chunks, chunks_mut};
 use softmax_core::{simd, special, Float};
 
 use crate::ce::{class_of, nll_of, Tally};
@@ -16,37 +17,37 @@ use crate::options::{Outputs, Reduction};
 /// # Examples
 ///
 /// ```
-/// use loss_core::{FocalOptions, Reduction};
+/// use loss_core::{Reduction, SoftmaxFocalOptions};
 /// let a = [0.25f32, 0.75];
-/// let o = FocalOptions::new().with_gamma(1.5).with_alpha(&a).with_ignore_index(-1)
+/// let o = SoftmaxFocalOptions::new().with_gamma(1.5).with_alpha(&a).with_ignore_index(-1)
 ///     .with_reduction(Reduction::Sum);
 /// # let _ = o;
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct FocalOptions<'a, F> {
+pub struct SoftmaxFocalOptions<'a, F> {
     gamma: F,
     alpha: Option<&'a [F]>,
     ignore_index: i64,
     reduction: Reduction,
 }
 
-impl<F: Float> Default for FocalOptions<'_, F> {
+impl<F: Float> Default for SoftmaxFocalOptions<'_, F> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<'a, F: Float> FocalOptions<'a, F> {
+impl<'a, F: Float> SoftmaxFocalOptions<'a, F> {
     /// `γ = 2`, no `α`, `ignore_index = -100`, `Mean`.
     ///
     /// # Examples
     ///
     /// ```
-    /// let o = loss_core::FocalOptions::<f32>::new();
+    /// let o = loss_core::SoftmaxFocalOptions::<f32>::new();
     /// # let _ = o;
     /// ```
     pub fn new() -> Self {
-        FocalOptions {
+        SoftmaxFocalOptions {
             gamma: F::TWO,
             alpha: None,
             ignore_index: -100,
@@ -59,11 +60,11 @@ impl<'a, F: Float> FocalOptions<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let o = loss_core::FocalOptions::new().with_gamma(0.5f64);
+    /// let o = loss_core::SoftmaxFocalOptions::new().with_gamma(0.5f64);
     /// # let _ = o;
     /// ```
     pub fn with_gamma(self, gamma: F) -> Self {
-        FocalOptions { gamma, ..self }
+        SoftmaxFocalOptions { gamma, ..self }
     }
 
     /// Per-class weights `α_c` (length C).
@@ -72,11 +73,11 @@ impl<'a, F: Float> FocalOptions<'a, F> {
     ///
     /// ```
     /// let a = [1.0f32, 2.0, 3.0];
-    /// let o = loss_core::FocalOptions::new().with_alpha(&a);
+    /// let o = loss_core::SoftmaxFocalOptions::new().with_alpha(&a);
     /// # let _ = o;
     /// ```
     pub fn with_alpha(self, alpha: &'a [F]) -> Self {
-        FocalOptions {
+        SoftmaxFocalOptions {
             alpha: Some(alpha),
             ..self
         }
@@ -87,11 +88,11 @@ impl<'a, F: Float> FocalOptions<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let o = loss_core::FocalOptions::<f32>::new().with_ignore_index(255);
+    /// let o = loss_core::SoftmaxFocalOptions::<f32>::new().with_ignore_index(255);
     /// # let _ = o;
     /// ```
     pub fn with_ignore_index(self, ignore_index: i64) -> Self {
-        FocalOptions {
+        SoftmaxFocalOptions {
             ignore_index,
             ..self
         }
@@ -102,11 +103,12 @@ impl<'a, F: Float> FocalOptions<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let o = loss_core::FocalOptions::<f32>::new().with_reduction(loss_core::Reduction::Sum);
+    /// use loss_core::{Reduction, SoftmaxFocalOptions};
+    /// let o = SoftmaxFocalOptions::<f32>::new().with_reduction(Reduction::Sum);
     /// # let _ = o;
     /// ```
     pub fn with_reduction(self, reduction: Reduction) -> Self {
-        FocalOptions { reduction, ..self }
+        SoftmaxFocalOptions { reduction, ..self }
     }
 }
 
@@ -115,6 +117,10 @@ impl<'a, F: Float> FocalOptions<'a, F> {
 /// `ℓ_n = −α_{t}·(1 − p_t)^γ·ln p_t` (`α = 1` without `alpha`); `Mean` divides by the number
 /// of samples not ignored (none: [`Error::NoTargets`]). With `γ = 0` and no `alpha` it is
 /// [`cross_entropy`](crate::cross_entropy).
+///
+/// Returns the scalar whose gradient the call writes: the mean, the sum, or with `None` the sum
+/// of the per-sample values (written to the outputs' `losses`, required then; 0 for ignored
+/// samples).
 ///
 /// Gradient with respect to the logits: `α_t·F·(p − e_t)·s` with
 /// `F = (1 − p_t)^γ − γ·(1 − p_t)^(γ−1)·p_t·ln p_t` (the second term taken as 0 where
@@ -128,15 +134,17 @@ impl<'a, F: Float> FocalOptions<'a, F> {
 ///
 /// # Errors
 ///
-/// As [`cross_entropy`](crate::cross_entropy); [`Error::InvalidParameter`] for `gamma`.
+/// As [`cross_entropy`](crate::cross_entropy) ([`Error::MissingOutput`] for `None` without
+/// `losses`); [`Error::InvalidParameter`] for `gamma`.
 ///
 /// # Examples
 ///
 /// ```
-/// use loss_core::{softmax_focal_loss, FocalOptions, Outputs};
+/// use loss_core::{softmax_focal_loss, SoftmaxFocalOptions, Outputs};
 /// use loss_core::softmax_core::backend::Poly;
 /// let logits = [2.0f64, 1.0, 0.1];
-/// let l = softmax_focal_loss(Poly, &logits, 3, &[0], &FocalOptions::new(), Outputs::new())?;
+/// let o = SoftmaxFocalOptions::new();
+/// let l = softmax_focal_loss(Poly, &logits, 3, &[0], &o, Outputs::new())?;
 /// let p0 = 0.659_001_138_885_968f64;
 /// assert!((l - (1.0 - p0).powi(2) * -p0.ln()).abs() < 1e-14);
 /// # Ok::<(), loss_core::Error>(())
@@ -146,7 +154,7 @@ pub fn softmax_focal_loss<F: Float, B: Backend<F>>(
     logits: &[F],
     classes: usize,
     target: &[i64],
-    options: &FocalOptions<'_, F>,
+    options: &SoftmaxFocalOptions<'_, F>,
     mut out: Outputs<'_, F>,
 ) -> Result<F, Error> {
     let rows = rows_of("logits", logits.len(), classes)?;
@@ -171,11 +179,8 @@ pub fn softmax_focal_loss<F: Float, B: Backend<F>>(
     simd::dispatch(
         #[inline(always)]
         || {
-            let mut grad_rows = out
-                .grad
-                .as_deref_mut()
-                .map(|g| crate::math::rows_mut(g, classes));
-            for (n, (x, &t)) in crate::math::rows(logits, classes).zip(target).enumerate() {
+            let mut grad_rows = out.grad.as_deref_mut().map(|g| chunks_mut(g, classes));
+            for (n, (x, &t)) in chunks(logits, classes).zip(target).enumerate() {
                 let g = grad_rows.as_mut().and_then(|it| it.next());
                 let c = (t != options.ignore_index)
                     .then(|| class_of(t, classes))

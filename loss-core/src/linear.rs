@@ -5,12 +5,14 @@
 #![forbid(unsafe_code)]
 
 use softmax_core::backend::Backend;
-use softmax_core::{linalg, simd, special, Float, LogSumExp};
+use softmax_core::chunks::chunks_mut;
+use softmax_core::linalg::within;
+use softmax_core::{simd, special, Float, LogSumExp};
 
 use crate::ce::{class_of, Acc, Consts, RowLoss, Tally};
 use crate::error::{check_len, mul, rows_of, Error};
 use crate::math;
-use crate::options::{CrossEntropyOptions, Reduction};
+use crate::options::{check_losses, CrossEntropyOptions, Reduction};
 
 /// The rows of `h` processed together: their online log-sum-exp states live on the stack, and
 /// the weight matrix is swept once per group and pass (one sweep per pass for `T <= 64`).
@@ -23,10 +25,10 @@ pub const LINEAR_CE_ROWS: usize = 64;
 /// # Examples
 ///
 /// ```
-/// assert_eq!(loss_core::linear_cross_entropy_scratch(64, 256), 2 * 64 * 256);
-/// assert_eq!(loss_core::linear_cross_entropy_scratch(3, 100), 600);
+/// assert_eq!(loss_core::linear_cross_entropy_scratch_len(64, 256), 2 * 64 * 256);
+/// assert_eq!(loss_core::linear_cross_entropy_scratch_len(3, 100), 600);
 /// ```
-pub fn linear_cross_entropy_scratch(t: usize, block: usize) -> usize {
+pub fn linear_cross_entropy_scratch_len(t: usize, block: usize) -> usize {
     let r = if t < LINEAR_CE_ROWS {
         t
     } else {
@@ -35,55 +37,62 @@ pub fn linear_cross_entropy_scratch(t: usize, block: usize) -> usize {
     r.saturating_mul(block).saturating_mul(2)
 }
 
-/// The caller's buffers for [`linear_cross_entropy`]'s results besides its return value, each
-/// optional: per-sample losses (`Reduction::None`: `T` values; otherwise one, the reduced
-/// loss), `grad_h` (`T·K`), `grad_w` (`V·K`), and the per-row log-sum-exp `lse` (`T`, ignored
-/// rows included).
+/// The caller's buffers for [`linear_cross_entropy`]: the working memory (required, given to
+/// [`new`](Self::new): at least `2·min(T, 64)` values; its length sets the vocabulary block, see
+/// [`linear_cross_entropy_scratch_len`]), and each optional: per-sample losses
+/// (`Reduction::None`: `T` values, and required then; otherwise one, the reduced loss), `grad_h`
+/// (`T·K`), `grad_w` (`V·K`), and the per-row log-sum-exp `lse` (`T`, ignored rows included).
 ///
 /// # Examples
 ///
 /// ```
+/// let mut scratch = [0.0f32; 8];
 /// let (mut gh, mut gw, mut lse) = ([0.0f32; 4], [0.0f32; 6], [0.0f32; 2]);
-/// let o = loss_core::LinearOutputs::new().with_grad_h(&mut gh).with_grad_w(&mut gw).with_lse(&mut lse);
+/// let o = loss_core::LinearCrossEntropyOutputs::new(&mut scratch).with_grad_h(&mut gh)
+///     .with_grad_w(&mut gw).with_lse(&mut lse);
 /// # let _ = o;
 /// ```
-#[derive(Debug, Default)]
-pub struct LinearOutputs<'a, F> {
+#[derive(Debug)]
+pub struct LinearCrossEntropyOutputs<'a, F> {
     losses: Option<&'a mut [F]>,
     grad_h: Option<&'a mut [F]>,
     grad_w: Option<&'a mut [F]>,
     lse: Option<&'a mut [F]>,
+    scratch: &'a mut [F],
 }
 
-impl<'a, F: Float> LinearOutputs<'a, F> {
-    /// No outputs besides the return value.
+impl<'a, F: Float> LinearCrossEntropyOutputs<'a, F> {
+    /// The working memory `scratch` (at least `2·min(T, 64)` values; its contents on return are
+    /// unspecified) and no outputs besides the return value.
     ///
     /// # Examples
     ///
     /// ```
-    /// let o = loss_core::LinearOutputs::<f32>::new();
+    /// let mut scratch = [0.0f32; 512];
+    /// let o = loss_core::LinearCrossEntropyOutputs::new(&mut scratch);
     /// # let _ = o;
     /// ```
-    pub fn new() -> Self {
-        LinearOutputs {
+    pub fn new(scratch: &'a mut [F]) -> Self {
+        LinearCrossEntropyOutputs {
             losses: None,
             grad_h: None,
             grad_w: None,
             lse: None,
+            scratch,
         }
     }
 
-    /// The per-sample losses (or the one reduced value).
+    /// The per-sample losses (required with `Reduction::None`), or the one reduced value.
     ///
     /// # Examples
     ///
     /// ```
-    /// let mut l = [0.0f32; 2];
-    /// let o = loss_core::LinearOutputs::new().with_losses(&mut l);
+    /// let (mut s, mut l) = ([0.0f32; 8], [0.0f32; 2]);
+    /// let o = loss_core::LinearCrossEntropyOutputs::new(&mut s).with_losses(&mut l);
     /// # let _ = o;
     /// ```
     pub fn with_losses(self, losses: &'a mut [F]) -> Self {
-        LinearOutputs {
+        LinearCrossEntropyOutputs {
             losses: Some(losses),
             ..self
         }
@@ -94,12 +103,12 @@ impl<'a, F: Float> LinearOutputs<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let mut g = [0.0f32; 8];
-    /// let o = loss_core::LinearOutputs::new().with_grad_h(&mut g);
+    /// let (mut s, mut g) = ([0.0f32; 8], [0.0f32; 8]);
+    /// let o = loss_core::LinearCrossEntropyOutputs::new(&mut s).with_grad_h(&mut g);
     /// # let _ = o;
     /// ```
     pub fn with_grad_h(self, grad_h: &'a mut [F]) -> Self {
-        LinearOutputs {
+        LinearCrossEntropyOutputs {
             grad_h: Some(grad_h),
             ..self
         }
@@ -110,12 +119,12 @@ impl<'a, F: Float> LinearOutputs<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let mut g = [0.0f64; 8];
-    /// let o = loss_core::LinearOutputs::new().with_grad_w(&mut g);
+    /// let (mut s, mut g) = ([0.0f64; 8], [0.0f64; 8]);
+    /// let o = loss_core::LinearCrossEntropyOutputs::new(&mut s).with_grad_w(&mut g);
     /// # let _ = o;
     /// ```
     pub fn with_grad_w(self, grad_w: &'a mut [F]) -> Self {
-        LinearOutputs {
+        LinearCrossEntropyOutputs {
             grad_w: Some(grad_w),
             ..self
         }
@@ -126,12 +135,12 @@ impl<'a, F: Float> LinearOutputs<'a, F> {
     /// # Examples
     ///
     /// ```
-    /// let mut l = [0.0f32; 2];
-    /// let o = loss_core::LinearOutputs::new().with_lse(&mut l);
+    /// let (mut s, mut l) = ([0.0f32; 8], [0.0f32; 2]);
+    /// let o = loss_core::LinearCrossEntropyOutputs::new(&mut s).with_lse(&mut l);
     /// # let _ = o;
     /// ```
     pub fn with_lse(self, lse: &'a mut [F]) -> Self {
-        LinearOutputs {
+        LinearCrossEntropyOutputs {
             lse: Some(lse),
             ..self
         }
@@ -148,24 +157,28 @@ impl<'a, F: Float> LinearOutputs<'a, F> {
 /// materialised logits `linalg::matmul_nt(h, w)` up to rounding (the logits are bit-identical;
 /// the log-sum-exp is merged across blocks; tested).
 ///
+/// Returns the scalar whose gradient the call writes: the mean, the sum, or with `None` the sum
+/// of the per-sample values (written to the outputs' `losses`, required then; 0 for ignored
+/// samples).
+///
 /// # Algorithm and memory
 ///
 /// The vocabulary is cut into blocks of `nb = scratch.len() / (2·min(T, 64))` rows of `W`. For
 /// each group of up to 64 rows of `h`:
 ///
-/// 1. for each block: its logits `h_g·W_bᵀ` by `linalg::matmul_nt` into the scratch (soft-capped
-///    in place), pushed into one online `LogSumExp` per row (on the stack), remembering the
-///    target's logit and the smoothing sum;
+/// 1. for each block: its logits `h_g·W_bᵀ` by `linalg::within::matmul_nt` into the scratch
+///    (soft-capped in place), pushed into one online `LogSumExp` per row (on the stack),
+///    remembering the target's logit and the smoothing sum;
 /// 2. (only if a gradient is asked for) for each block again: the logits recomputed, their
 ///    probabilities from the final states (`LogSumExp::probs`), the gradient block `G` formed in
-///    the scratch's second half, then `dh_g += G·W_b` (`linalg::matmul_nn`, accumulating) and
-///    `dW_b += Gᵀ·h_g` (`linalg::matmul_tn`, accumulating).
+///    the scratch's second half, then `dh_g += G·W_b` (`linalg::within::matmul_nn`,
+///    accumulating) and `dW_b += Gᵀ·h_g` (`linalg::within::matmul_tn`, accumulating).
 ///
-/// Extra memory: the caller's `scratch` (at least `2·min(T, 64)` values; give
-/// [`linear_cross_entropy_scratch`]`(T, nb)` for blocks of `nb`) plus 64 states and 128 values on
-/// the stack — O(block), independent of `V`. The materialised alternative holds `T·V` logits.
-/// Work: the logits are computed twice (`4·T·V·K` multiply-adds in all against `3·T·V·K`), but
-/// every block of `W` stays in cache across the rows of a group.
+/// Extra memory: the outputs' `scratch` (at least `2·min(T, 64)` values; give
+/// [`linear_cross_entropy_scratch_len`]`(T, nb)` for blocks of `nb`) plus 64 states and 128
+/// values on the stack — O(block), independent of `V`. The materialised alternative holds `T·V`
+/// logits. Work: the logits are computed twice (`4·T·V·K` multiply-adds in all against
+/// `3·T·V·K`), but every block of `W` stays in cache across the rows of a group.
 ///
 /// `dh` and `dW` add each element's products in the order of the shared dimension, block by
 /// block, so they equal the materialised `matmul_nn` / `matmul_tn` of the same gradient bit for
@@ -181,29 +194,30 @@ impl<'a, F: Float> LinearOutputs<'a, F> {
 ///
 /// [`Error::Empty`] for `k = 0` or no rows in `w`; [`Error::RaggedBatch`],
 /// [`Error::LengthMismatch`] (buffers, a scratch shorter than `2·min(T, 64)`);
-/// [`Error::TargetOutOfRange`], [`Error::NoTargets`], [`Error::InvalidParameter`] as
-/// [`cross_entropy`](crate::cross_entropy).
+/// [`Error::MissingOutput`] for `None` without `losses`; [`Error::TargetOutOfRange`],
+/// [`Error::NoTargets`], [`Error::InvalidParameter`] as [`cross_entropy`](crate::cross_entropy).
 ///
 /// # Examples
 ///
 /// ```
-/// use loss_core::{linear_cross_entropy, linear_cross_entropy_scratch, CrossEntropyOptions,
-///                 LinearOutputs};
+/// use loss_core::{linear_cross_entropy, linear_cross_entropy_scratch_len, CrossEntropyOptions,
+///                 LinearCrossEntropyOutputs};
 /// use loss_core::softmax_core::backend::Poly;
 /// let h = [1.0f32, 0.0, 0.0, 1.0];             // T = 2, K = 2
 /// let w = [2.0f32, 0.0, 0.0, 1.0, 1.0, 1.0];   // V = 3
 /// let mut scratch = [0.0f32; 8];               // blocks of 2 vocabulary rows
-/// assert_eq!(linear_cross_entropy_scratch(2, 2), scratch.len());
+/// assert_eq!(linear_cross_entropy_scratch_len(2, 2), scratch.len());
 /// let (mut gh, mut gw) = ([0.0f32; 4], [0.0f32; 6]);
-/// let loss = linear_cross_entropy(Poly, &h, &w, 2, &[0, 2], &CrossEntropyOptions::new(),
-///     LinearOutputs::new().with_grad_h(&mut gh).with_grad_w(&mut gw), &mut scratch)?;
+/// let out = LinearCrossEntropyOutputs::new(&mut scratch)
+///     .with_grad_h(&mut gh)
+///     .with_grad_w(&mut gw);
+/// let loss = linear_cross_entropy(Poly, &h, &w, 2, &[0, 2], &CrossEntropyOptions::new(), out)?;
 /// // logits [[2, 0, 1], [0, 1, 1]]: the mean of −ln softmax at the targets.
 /// let l0 = (2f64.exp() + 1.0 + 1f64.exp()).ln() - 2.0;
 /// let l1 = (1.0 + 2.0 * 1f64.exp()).ln() - 1.0;
 /// assert!((loss as f64 - (l0 + l1) / 2.0).abs() < 1e-6);
 /// # Ok::<(), loss_core::Error>(())
 /// ```
-#[allow(clippy::too_many_arguments)]
 pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
     _backend: B,
     h: &[F],
@@ -211,8 +225,7 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
     k: usize,
     target: &[i64],
     options: &CrossEntropyOptions<'_, F>,
-    mut out: LinearOutputs<'_, F>,
-    scratch: &mut [F],
+    out: LinearCrossEntropyOutputs<'_, F>,
 ) -> Result<F, Error> {
     let t_rows = rows_of("h", h.len(), k)?;
     let v = rows_of("w", w.len(), k)?;
@@ -222,17 +235,7 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
     check_len("target", t_rows, target.len())?;
     options.validate(v)?;
     let reduction = options.reduction;
-    if let Some(l) = &out.losses {
-        check_len(
-            "losses",
-            if reduction == Reduction::None {
-                t_rows
-            } else {
-                1
-            },
-            l.len(),
-        )?;
-    }
+    check_losses(out.losses.as_deref(), reduction, t_rows)?;
     if let Some(g) = &out.grad_h {
         check_len("grad_h", h.len(), g.len())?;
     }
@@ -242,6 +245,13 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
     if let Some(l) = &out.lse {
         check_len("lse", t_rows, l.len())?;
     }
+    let LinearCrossEntropyOutputs {
+        mut losses,
+        mut grad_h,
+        mut grad_w,
+        lse: mut lse_out,
+        scratch,
+    } = out;
     let group = t_rows.clamp(1, LINEAR_CE_ROWS);
     let nb = scratch
         .len()
@@ -260,39 +270,36 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
     let tally = Tally::of(target, v, options.ignore_index, options.weight)?;
     let (s_ce, s_z) = tally.scales(reduction)?;
     let kc = Consts::new(options, v, s_ce, s_z);
-    let want_grad = out.grad_h.is_some() || out.grad_w.is_some();
-    if let Some(g) = out.grad_h.as_deref_mut() {
+    let want_grad = grad_h.is_some() || grad_w.is_some();
+    if let Some(g) = grad_h.as_deref_mut() {
         g.fill(F::ZERO);
     }
-    if let Some(g) = out.grad_w.as_deref_mut() {
+    if let Some(g) = grad_w.as_deref_mut() {
         g.fill(F::ZERO);
     }
     let mut acc = Acc::new();
-    let mut losses = out.losses.take();
     let (zs, ps) = scratch.split_at_mut(scratch.len() / 2);
-    let mut r0 = 0usize;
-    for (hg, tg) in crate::math::pieces(h, h_step).zip(crate::math::pieces(target, group)) {
-        let rows = tg.len();
-        let mut states = [LogSumExp::<F, B>::new(B::default()); LINEAR_CE_ROWS];
-        let mut z_t = [F::NAN; LINEAR_CE_ROWS];
-        let mut wz = [F::ZERO; LINEAR_CE_ROWS];
-        let classes: [Option<usize>; LINEAR_CE_ROWS] = core::array::from_fn(|r| {
-            tg.get(r)
-                .filter(|&&t| t != options.ignore_index)
-                .and_then(|&t| class_of(t, v))
-        });
-        // Pass 1: the online log-sum-exp of every row across the blocks.
-        for (bi, wb) in crate::math::pieces(w, w_step).enumerate() {
-            let v0 = bi * nb;
-            let n = wb.len().checked_div(k).unwrap_or(0);
-            let z = zs.get_mut(..rows * n).unwrap_or(&mut []);
-            if linalg::matmul_nt(hg, wb, k, z).is_err() {
-                continue;
-            }
-            simd::dispatch(
-                #[inline(always)]
-                || {
-                    for (r, zr) in crate::math::rows_mut(z, n).enumerate() {
+    simd::dispatch(
+        #[inline(always)]
+        || {
+            let mut r0 = 0usize;
+            for (hg, tg) in math::pieces(h, h_step).zip(math::pieces(target, group)) {
+                let rows = tg.len();
+                let mut states = [LogSumExp::<F, B>::new(B::default()); LINEAR_CE_ROWS];
+                let mut z_t = [F::NAN; LINEAR_CE_ROWS];
+                let mut wz = [F::ZERO; LINEAR_CE_ROWS];
+                let classes: [Option<usize>; LINEAR_CE_ROWS] = core::array::from_fn(|r| {
+                    tg.get(r)
+                        .filter(|&&t| t != options.ignore_index)
+                        .and_then(|&t| class_of(t, v))
+                });
+                // Pass 1: the online log-sum-exp of every row across the blocks.
+                for (bi, wb) in math::pieces(w, w_step).enumerate() {
+                    let v0 = bi * nb;
+                    let n = wb.len().checked_div(k).unwrap_or(0);
+                    let z = zs.get_mut(..rows * n).unwrap_or(&mut []);
+                    within::matmul_nt(hg, wb, k, z);
+                    for (r, zr) in chunks_mut(z, n).enumerate() {
                         if let Some(c) = kc.cap {
                             for z in zr.iter_mut() {
                                 *z = special::softcap(B::default(), *z, c);
@@ -321,72 +328,63 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
                             }
                         }
                     }
-                },
-            );
-        }
-        // The rows' losses.
-        for r in 0..rows {
-            let st = states
-                .get(r)
-                .copied()
-                .unwrap_or(LogSumExp::new(B::default()));
-            let lse = st.finish();
-            if let Some(l) = out.lse.as_deref_mut().and_then(|l| l.get_mut(r0 + r)) {
-                *l = lse;
-            }
-            let Some(c) = classes.get(r).copied().flatten() else {
-                if reduction == Reduction::None {
-                    if let Some(l) = losses.as_deref_mut().and_then(|l| l.get_mut(r0 + r)) {
-                        *l = F::ZERO;
+                }
+                // The rows' losses.
+                for r in 0..rows {
+                    let st = states
+                        .get(r)
+                        .copied()
+                        .unwrap_or(LogSumExp::new(B::default()));
+                    let lse = st.finish();
+                    if let Some(l) = lse_out.as_deref_mut().and_then(|l| l.get_mut(r0 + r)) {
+                        *l = lse;
                     }
+                    let Some(c) = classes.get(r).copied().flatten() else {
+                        if reduction == Reduction::None {
+                            if let Some(l) = losses.as_deref_mut().and_then(|l| l.get_mut(r0 + r)) {
+                                *l = F::ZERO;
+                            }
+                        }
+                        continue;
+                    };
+                    let w_t = kc
+                        .weight
+                        .map_or(F::ONE, |wt| wt.get(c).copied().unwrap_or(F::NAN));
+                    let z_tr = z_t.get(r).copied().unwrap_or(F::NAN);
+                    let mut ce = kc.keep * w_t * -st.log_prob(z_tr);
+                    if kc.eps > F::ZERO {
+                        let wzr = wz.get(r).copied().unwrap_or(F::NAN);
+                        let smooth = if lse.is_finite() {
+                            kc.w_total * lse - wzr
+                        } else if lse.is_nan() {
+                            lse
+                        } else {
+                            F::INFINITY
+                        };
+                        ce += kc.eps_c * smooth;
+                    }
+                    let zl = if kc.zl > F::ZERO {
+                        kc.zl * lse * lse
+                    } else {
+                        F::ZERO
+                    };
+                    let rl = RowLoss {
+                        ce,
+                        z: zl,
+                        lse,
+                        entropy: F::ZERO,
+                    };
+                    acc.add(&mut losses, r0 + r, reduction, &rl);
                 }
-                continue;
-            };
-            let w_t = kc
-                .weight
-                .map_or(F::ONE, |wt| wt.get(c).copied().unwrap_or(F::NAN));
-            let mut ce = kc.keep * w_t * -st.log_prob(z_t.get(r).copied().unwrap_or(F::NAN));
-            if kc.eps > F::ZERO {
-                let wzr = wz.get(r).copied().unwrap_or(F::NAN);
-                let smooth = if lse.is_finite() {
-                    kc.w_total * lse - wzr
-                } else if lse.is_nan() {
-                    lse
-                } else {
-                    F::INFINITY
-                };
-                ce += kc.eps_c * smooth;
-            }
-            let zl = if kc.zl > F::ZERO {
-                kc.zl * lse * lse
-            } else {
-                F::ZERO
-            };
-            let rl = RowLoss {
-                ce,
-                z: zl,
-                lse,
-                entropy: F::ZERO,
-            };
-            acc.add(&mut losses, r0 + r, reduction, &rl);
-        }
-        // Pass 2: the gradient block by block.
-        if want_grad {
-            for (bi, wb) in crate::math::pieces(w, w_step).enumerate() {
-                let v0 = bi * nb;
-                let n = wb.len().checked_div(k).unwrap_or(0);
-                let z = zs.get_mut(..rows * n).unwrap_or(&mut []);
-                let p = ps.get_mut(..rows * n).unwrap_or(&mut []);
-                if linalg::matmul_nt(hg, wb, k, z).is_err() {
-                    continue;
-                }
-                simd::dispatch(
-                    #[inline(always)]
-                    || {
-                        for (r, (zr, pr)) in crate::math::rows_mut(z, n)
-                            .zip(crate::math::rows_mut(p, n))
-                            .enumerate()
-                        {
+                // Pass 2: the gradient block by block.
+                if want_grad {
+                    for (bi, wb) in math::pieces(w, w_step).enumerate() {
+                        let v0 = bi * nb;
+                        let n = wb.len().checked_div(k).unwrap_or(0);
+                        let z = zs.get_mut(..rows * n).unwrap_or(&mut []);
+                        let p = ps.get_mut(..rows * n).unwrap_or(&mut []);
+                        within::matmul_nt(hg, wb, k, z);
+                        for (r, (zr, pr)) in chunks_mut(z, n).zip(chunks_mut(p, n)).enumerate() {
                             let Some(c) = classes.get(r).copied().flatten() else {
                                 pr.fill(F::ZERO);
                                 continue;
@@ -394,45 +392,55 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
                             let Some(st) = states.get(r) else {
                                 continue;
                             };
-                            let lse = st.finish();
-                            grad_block(st, &kc, zr, pr, c.checked_sub(v0), c, v0, lse);
+                            let row = BlockRow {
+                                st,
+                                kc: &kc,
+                                target: c,
+                                v0,
+                            };
+                            grad_block(&row, zr, pr);
                         }
-                    },
-                );
-                if let Some(gh) = out.grad_h.as_deref_mut() {
-                    if let Some(ghg) = gh.get_mut(r0 * k..(r0 + rows) * k) {
-                        let _ = linalg::matmul_nn(p, wb, n, k, ghg, true);
+                        if let Some(gh) = grad_h.as_deref_mut() {
+                            if let Some(ghg) = gh.get_mut(r0 * k..(r0 + rows) * k) {
+                                within::matmul_nn(p, wb, n, k, ghg, true);
+                            }
+                        }
+                        if let Some(gw) = grad_w.as_deref_mut() {
+                            if let Some(gwb) = gw.get_mut(v0 * k..(v0 + n) * k) {
+                                within::matmul_tn(p, hg, n, k, gwb, true);
+                            }
+                        }
                     }
                 }
-                if let Some(gw) = out.grad_w.as_deref_mut() {
-                    if let Some(gwb) = gw.get_mut(v0 * k..(v0 + n) * k) {
-                        let _ = linalg::matmul_tn(p, hg, n, k, gwb, true);
-                    }
-                }
+                r0 += rows;
             }
-        }
-        r0 += rows;
-    }
-    let v_total = acc.finish(&mut losses, reduction, tally.total, tally.count);
-    Ok(v_total)
+        },
+    );
+    Ok(acc.finish(&mut losses, reduction, tally.total, tally.count))
+}
+
+/// One row of a vocabulary block in the gradient pass: its final online state, the call's
+/// constants, its target class and the block's first vocabulary index.
+struct BlockRow<'s, F, B> {
+    st: &'s LogSumExp<F, B>,
+    kc: &'s Consts<'s, F>,
+    target: usize,
+    v0: usize,
 }
 
 /// One row's gradient block from the raw logits `z` of the block: the probabilities from the
 /// final state (of the capped values, when capping), then `p_j·a − b·w_j` times the cap's
-/// derivative at the raw logit, and the target's entry if it lies in the block (`ti` its index in
-/// the block).
+/// derivative at the raw logit, and the target's entry if it lies in the block.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn grad_block<F: Float, B: Backend<F>>(
-    st: &LogSumExp<F, B>,
-    kc: &Consts<'_, F>,
-    z: &[F],
-    p: &mut [F],
-    ti: Option<usize>,
-    c: usize,
-    v0: usize,
-    lse: F,
-) {
+fn grad_block<F: Float, B: Backend<F>>(row: &BlockRow<'_, F, B>, z: &[F], p: &mut [F]) {
+    let BlockRow {
+        st,
+        kc,
+        target: c,
+        v0,
+    } = *row;
+    let ti = c.checked_sub(v0);
+    let lse = st.finish();
     match kc.cap {
         None => {
             if st.probs(z, p).is_err() {

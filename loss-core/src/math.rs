@@ -1,12 +1,20 @@
 //! Private scalar and slice helpers on top of softmax-core: the square root (from `libm`,
-//! correctly rounded, so the same bits everywhere), sums through `linalg::dot`, powers, the
-//! L2 normalisation `x / max(‖x‖, 1e-12)` and its backward pass, and the soft-capped view of a
-//! row streamed through a small stack buffer.
+//! correctly rounded, so the same bits everywhere), sums through `linalg::within::dot`, powers,
+//! the L2 normalisation `x / max(‖x‖, 1e-12)` and its backward pass, the soft-capped view of a
+//! row streamed through a small stack buffer, and ragged pieces of a slice on top of
+//! softmax-core's `chunks`.
+//!
+//! Everything here is called with shapes already checked at a loss's boundary (the per-row work
+//! from inside the loss's `simd::dispatch` region): the products are the Result-free
+//! `linalg::within` forms (the same bits as the checked ones), inlined so that they run at the
+//! level of the region they are called in.
 
 #![forbid(unsafe_code)]
 
 use softmax_core::backend::Backend;
-use softmax_core::{linalg, special, Float, LogSumExp};
+use softmax_core::chunks::{chunks, chunks_mut};
+use softmax_core::linalg::within;
+use softmax_core::{special, Float, LogSumExp};
 
 /// `true` for `f32`, `false` for `f64` (the sealed trait has exactly these two).
 #[inline(always)]
@@ -29,22 +37,23 @@ pub(crate) fn sqrt<F: Float>(x: F) -> F {
 pub(crate) const CHUNK: usize = 64;
 
 /// `Σ x_i` in the fixed lane order of `linalg::dot` (chunks of [`CHUNK`] added left to right).
-#[inline]
+#[inline(always)]
 pub(crate) fn sum<F: Float>(x: &[F]) -> F {
     let ones = [F::ONE; CHUNK];
     let mut s = F::ZERO;
     for c in x.chunks(CHUNK) {
+        // Equal lengths: `within::dot` of unequal lengths is not the dot of the common length.
         if let Some(o) = ones.get(..c.len()) {
-            s += linalg::dot(c, o).unwrap_or(F::NAN);
+            s += within::dot(c, o);
         }
     }
     s
 }
 
-/// `⟨a, b⟩` of equal-length slices (lengths checked by the callers; a mismatch gives NaN).
-#[inline]
+/// `⟨a, b⟩` of equal-length slices (lengths checked by the callers), as `linalg::dot`.
+#[inline(always)]
 pub(crate) fn dot<F: Float>(a: &[F], b: &[F]) -> F {
-    linalg::dot(a, b).unwrap_or(F::NAN)
+    within::dot(a, b)
 }
 
 /// `y += a·x` element by element (no reduction: every element has one product and one sum).
@@ -226,63 +235,25 @@ impl<'x, F: Float> RowZ<'x, F> {
     }
 }
 
-/// The rows of `x`, `n` values each (a ragged end is dropped; nothing when `n = 0`): what
-/// `chunks_exact` gives, without its length division, whose divide-by-zero check the optimiser
-/// cannot remove wherever `Zip::new` (which asks both sides for their length) is not inlined;
-/// the panic-freedom probe caught one such path.
-#[inline(always)]
-pub(crate) fn rows<T>(x: &[T], n: usize) -> impl Iterator<Item = &[T]> {
-    let mut rest = x;
-    core::iter::from_fn(move || {
-        if n == 0 {
-            return None;
-        }
-        let (row, tail) = rest.split_at_checked(n)?;
-        rest = tail;
-        Some(row)
-    })
-}
-
-/// [`rows`] of a mutable slice.
-#[inline(always)]
-pub(crate) fn rows_mut<T>(x: &mut [T], n: usize) -> impl Iterator<Item = &mut [T]> {
-    let mut rest = x;
-    core::iter::from_fn(move || {
-        if n == 0 {
-            return None;
-        }
-        let (row, tail) = core::mem::take(&mut rest).split_at_mut_checked(n)?;
-        rest = tail;
-        Some(row)
-    })
-}
-
-/// Consecutive pieces of `x` of `n` values, the last one shorter (nothing when `n = 0`): what
-/// `chunks` gives, without its assertion and length division (see [`rows`]).
+/// `x` in consecutive pieces of `n` values, the last one shorter when `n` does not divide the
+/// length: softmax-core's [`chunks`] over the whole pieces, then the ragged end (nothing at all
+/// for `n = 0`). No panic path: the remainder is a `checked_rem`, the split point at most the
+/// length.
 #[inline(always)]
 pub(crate) fn pieces<T>(x: &[T], n: usize) -> impl Iterator<Item = &[T]> {
-    let mut rest = x;
-    core::iter::from_fn(move || {
-        if n == 0 || rest.is_empty() {
-            return None;
-        }
-        let (piece, tail) = rest.split_at(n.min(rest.len()));
-        rest = tail;
-        Some(piece)
-    })
+    let len = x.len();
+    let whole = len - len.checked_rem(n).unwrap_or(0);
+    // `min`: the split's bound check is visibly true (a remainder never exceeds the length).
+    let (body, tail) = x.split_at(whole.min(len));
+    chunks(body, n).chain((!tail.is_empty()).then_some(tail))
 }
 
-/// [`pieces`] of a mutable slice.
+/// [`pieces`] of a mutable slice (softmax-core's [`chunks_mut`], then the ragged end).
 #[inline(always)]
 pub(crate) fn pieces_mut<T>(x: &mut [T], n: usize) -> impl Iterator<Item = &mut [T]> {
-    let mut rest = x;
-    core::iter::from_fn(move || {
-        if n == 0 || rest.is_empty() {
-            return None;
-        }
-        let len = n.min(rest.len());
-        let (piece, tail) = core::mem::take(&mut rest).split_at_mut(len);
-        rest = tail;
-        Some(piece)
-    })
+    let len = x.len();
+    let whole = len - len.checked_rem(n).unwrap_or(0);
+    // `min`: the split's bound check is visibly true (a remainder never exceeds the length).
+    let (body, tail) = x.split_at_mut(whole.min(len));
+    chunks_mut(body, n).chain((!tail.is_empty()).then_some(tail))
 }

@@ -2,6 +2,8 @@
 
 #![forbid(unsafe_code)]
 
+use softmax_core::backend::Backend;
+use softmax_core::chunks::{chunks, chunks_mut};
 use softmax_core::Float;
 
 use crate::ce::{class_of, Tally};
@@ -100,28 +102,35 @@ impl<'a, F: Float> NllOptions<'a, F> {
 ///
 /// `log_probs` holds `B` rows of `classes` values (any values: they are not checked to be
 /// log-probabilities). Gradient: `−w_{t_n}·s` at each target (s the reduction's scale), 0
-/// elsewhere and on ignored rows. Only the target entries are read.
+/// elsewhere and on ignored rows. Only the target entries are read. The backend is not used
+/// (no `exp` or `ln` is taken); it is there so that every loss is called the same way.
+///
+/// Returns the scalar whose gradient the call writes: the mean, the sum, or with `None` the sum
+/// of the per-sample values (written to the outputs' `losses`, required then; 0 for ignored
+/// samples).
 ///
 /// Accuracy: one product per sample and the sum of `B` terms in order (exact for `None`).
 ///
 /// # Errors
 ///
 /// [`Error::Empty`], [`Error::RaggedBatch`], [`Error::LengthMismatch`],
-/// [`Error::TargetOutOfRange`], [`Error::NoTargets`], [`Error::InvalidParameter`]
-/// (`BatchMean`).
+/// [`Error::MissingOutput`] (`None` without `losses`), [`Error::TargetOutOfRange`],
+/// [`Error::NoTargets`], [`Error::InvalidParameter`] (`BatchMean`).
 ///
 /// # Examples
 ///
 /// ```
 /// use loss_core::{nll_loss, NllOptions, Outputs};
+/// use loss_core::softmax_core::backend::Poly;
 /// let lp = [-0.5f32, -1.0, -2.0, -0.25];
 /// let mut g = [0.0f32; 4];
-/// let l = nll_loss(&lp, 2, &[1, 0], &NllOptions::new(), Outputs::new().with_grad(&mut g))?;
+/// let l = nll_loss(Poly, &lp, 2, &[1, 0], &NllOptions::new(), Outputs::new().with_grad(&mut g))?;
 /// assert_eq!(l, 1.5); // (1.0 + 2.0) / 2
 /// assert_eq!(g, [0.0, -0.5, -0.5, 0.0]);
 /// # Ok::<(), loss_core::Error>(())
 /// ```
-pub fn nll_loss<F: Float>(
+pub fn nll_loss<F: Float, B: Backend<F>>(
+    _backend: B,
     log_probs: &[F],
     classes: usize,
     target: &[i64],
@@ -141,15 +150,9 @@ pub fn nll_loss<F: Float>(
     let (scale, _) = tally.scales(options.reduction)?;
     let none = options.reduction == Reduction::None;
     let mut total = F::ZERO;
-    let mut grad_rows = out
-        .grad
-        .as_deref_mut()
-        .map(|g| crate::math::rows_mut(g, classes));
+    let mut grad_rows = out.grad.as_deref_mut().map(|g| chunks_mut(g, classes));
     let mut losses = out.losses.as_deref_mut();
-    for (n, (x, &t)) in crate::math::rows(log_probs, classes)
-        .zip(target)
-        .enumerate()
-    {
+    for (n, (x, &t)) in chunks(log_probs, classes).zip(target).enumerate() {
         let g = grad_rows.as_mut().and_then(|it| it.next());
         let c = (t != options.ignore_index)
             .then(|| class_of(t, classes))

@@ -1,5 +1,6 @@
-//! The option and output types the losses share: [`Reduction`], the caller's output buffers
-//! ([`Outputs`], [`RowStats`]) and the options of the cross-entropy family
+//! The option and output types the losses share: [`Reduction`], the caller's output buffers of
+//! the losses with one input gradient ([`Outputs`]) and of the cross-entropy family
+//! ([`CrossEntropyOutputs`]), and the options of the cross-entropy family
 //! ([`CrossEntropyOptions`]).
 
 #![forbid(unsafe_code)]
@@ -9,6 +10,11 @@ use softmax_core::Float;
 use crate::error::{check_len, Error};
 
 /// How per-sample (or per-element) losses are combined, as PyTorch's `reduction`.
+///
+/// Whatever the reduction, a loss returns the scalar whose gradient the call writes: the mean
+/// (`Mean`, `BatchMean`), the sum (`Sum`), or with `None` the sum of the per-sample values. With
+/// `None` the per-sample values are the result: the outputs' per-sample buffer (`with_losses`) is
+/// required, and a call without it is [`Error::MissingOutput`].
 ///
 /// # Examples
 ///
@@ -20,8 +26,9 @@ use crate::error::{check_len, Error};
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Reduction {
-    /// No reduction: one loss per sample (or element); the function returns their sum, which is
-    /// the value its gradient belongs to.
+    /// No reduction: one loss per sample (or element), written into the outputs' per-sample
+    /// buffer, which is then required ([`Error::MissingOutput`] without it). The function returns
+    /// their sum: the scalar whose gradient it writes, not a loss to report.
     None,
     /// The sum.
     Sum,
@@ -52,23 +59,44 @@ impl Reduction {
     }
 }
 
-/// The caller's buffers for a loss's results besides its return value: the per-sample losses and
-/// the gradient with respect to the loss's first input. Both are optional; a loss computes only
-/// what is asked for (without a gradient buffer the cross-entropy family needs no buffer at all).
+/// Checks the per-sample buffer: `n` values with [`Reduction::None`] (where it is required), one
+/// value otherwise (where it is optional).
+pub(crate) fn check_losses<F>(
+    losses: Option<&[F]>,
+    reduction: Reduction,
+    n: usize,
+) -> Result<(), Error> {
+    match (losses, reduction) {
+        (Some(l), Reduction::None) => check_len("losses", n, l.len()),
+        (Some(l), _) => check_len("losses", 1, l.len()),
+        (None, Reduction::None) => Err(Error::MissingOutput { argument: "losses" }),
+        (None, _) => Ok(()),
+    }
+}
+
+/// The caller's buffers for the results of a loss with one input gradient
+/// ([`nll_loss`](crate::nll_loss),
+/// [`binary_cross_entropy_with_logits`](crate::binary_cross_entropy_with_logits),
+/// [`sigmoid_focal_loss`](crate::sigmoid_focal_loss), [`kl_div`](crate::kl_div),
+/// [`mse_loss`](crate::mse_loss), [`softmax_focal_loss`](crate::softmax_focal_loss)): the
+/// per-sample losses and the gradient with respect to the loss's first input. A loss computes
+/// only what is asked for.
 ///
-/// * `losses`: with [`Reduction::None`] one value per sample (or element); with the other
-///   reductions one value, the reduced loss (the return value, once more).
-/// * `grad`: the gradient of the returned loss, as long as the first input.
+/// * `losses`: with [`Reduction::None`] one value per sample (or element), and required; with
+///   the other reductions optional, one value, the reduced loss (the return value, once more).
+/// * `grad`: the gradient of the returned value, as long as the first input (optional).
 ///
 /// # Examples
 ///
 /// ```
-/// use loss_core::{mse_loss, Outputs, Reduction};
+/// use loss_core::{mse_loss, MseOptions, Outputs, Reduction};
+/// use loss_core::softmax_core::backend::Poly;
 /// let mut per = [0.0f32; 2];
 /// let mut g = [0.0f32; 2];
-/// let total = mse_loss(&[1.0, 2.0], &[0.0, 0.0], Reduction::None,
-///                      Outputs::new().with_losses(&mut per).with_grad(&mut g))?;
-/// assert_eq!((total, per, g), (5.0, [1.0, 4.0], [2.0, 4.0]));
+/// let opts = MseOptions::new().with_reduction(Reduction::None);
+/// let sum = mse_loss(Poly, &[1.0, 2.0], &[0.0, 0.0], &opts,
+///                    Outputs::new().with_losses(&mut per).with_grad(&mut g))?;
+/// assert_eq!((sum, per, g), (5.0, [1.0, 4.0], [2.0, 4.0]));
 /// # Ok::<(), loss_core::Error>(())
 /// ```
 #[derive(Debug, Default)]
@@ -78,7 +106,7 @@ pub struct Outputs<'a, F> {
 }
 
 impl<'a, F: Float> Outputs<'a, F> {
-    /// No outputs: only the return value.
+    /// No outputs: only the return value (enough for every reduction but `None`).
     ///
     /// # Examples
     ///
@@ -93,8 +121,8 @@ impl<'a, F: Float> Outputs<'a, F> {
         }
     }
 
-    /// Also write the per-sample losses (or, with a reducing [`Reduction`], the one reduced
-    /// value) into `losses`.
+    /// Write the per-sample losses (required with [`Reduction::None`]) or, with a reducing
+    /// [`Reduction`], the one reduced value into `losses`.
     ///
     /// # Examples
     ///
@@ -110,7 +138,7 @@ impl<'a, F: Float> Outputs<'a, F> {
         }
     }
 
-    /// Also write the gradient of the returned loss into `grad`.
+    /// Write the gradient of the returned value into `grad`.
     ///
     /// # Examples
     ///
@@ -126,22 +154,14 @@ impl<'a, F: Float> Outputs<'a, F> {
         }
     }
 
-    /// Checks the buffers' lengths: `grad` must hold `n_grad` values; `losses` `n_losses` with
-    /// [`Reduction::None`], 1 otherwise.
+    /// Checks the buffers: `losses` (see [`check_losses`]), `grad` of `n_grad` values.
     pub(crate) fn check(
         &self,
         reduction: Reduction,
         n_losses: usize,
         n_grad: usize,
     ) -> Result<(), Error> {
-        if let Some(l) = &self.losses {
-            let want = if reduction == Reduction::None {
-                n_losses
-            } else {
-                1
-            };
-            check_len("losses", want, l.len())?;
-        }
+        check_losses(self.losses.as_deref(), reduction, n_losses)?;
         if let Some(g) = &self.grad {
             check_len("grad", n_grad, g.len())?;
         }
@@ -149,96 +169,51 @@ impl<'a, F: Float> Outputs<'a, F> {
     }
 }
 
-/// Optional per-row statistics of the cross-entropy pass, for every row (ignored rows
-/// included): the log-sum-exp of the row's (soft-capped) logits, the Shannon entropy (nats) of
-/// its softmax, and the index of its largest logit (first on ties, NaN counts as largest, as
-/// PyTorch's `argmax`; taken over the raw logits, which the monotone soft-cap does not reorder).
+/// The caller's buffers for the results of [`cross_entropy`](crate::cross_entropy) and
+/// [`cross_entropy_probs`](crate::cross_entropy_probs): the per-sample losses, the gradient with
+/// respect to the logits, and per-row statistics from the same pass.
+///
+/// * `losses`: with [`Reduction::None`] one value per row (0 for an ignored row), and required;
+///   with the other reductions optional, one value, the reduced loss.
+/// * `grad`: the gradient of the returned value with respect to the raw logits (`B·C`).
+/// * `lse`, `entropy`, `argmax` (one per row, ignored rows included): the log-sum-exp of the
+///   row's (soft-capped) logits, the Shannon entropy (nats) of its softmax, and the index of its
+///   largest logit (first on ties, NaN counts as largest, as PyTorch's `argmax`; taken over the
+///   raw logits, which the monotone soft-cap does not reorder).
+///
+/// Every buffer is optional except `losses` with `None`; a call computes only what is asked for
+/// (without a gradient buffer the cross-entropy needs no buffer at all).
 ///
 /// # Examples
 ///
 /// ```
-/// use loss_core::{cross_entropy, CrossEntropyOptions, Outputs, RowStats};
+/// use loss_core::{cross_entropy, CrossEntropyOptions, CrossEntropyOutputs};
 /// use loss_core::softmax_core::backend::Poly;
 /// let (mut lse, mut h, mut am) = ([0.0f32; 1], [0.0f32; 1], [0usize; 1]);
-/// cross_entropy(Poly, &[0.0f32, 0.0, 5.0], 3, &[2], &CrossEntropyOptions::new(), Outputs::new(),
-///               RowStats::new().with_lse(&mut lse).with_entropy(&mut h).with_argmax(&mut am))?;
+/// cross_entropy(Poly, &[0.0f32, 0.0, 5.0], 3, &[2], &CrossEntropyOptions::new(),
+///               CrossEntropyOutputs::new().with_lse(&mut lse).with_entropy(&mut h)
+///                   .with_argmax(&mut am))?;
 /// assert_eq!(am, [2]);
 /// assert!((lse[0] - 5.013_385_9).abs() < 1e-6);
 /// assert!((h[0] - 0.079_869_45).abs() < 1e-6);
 /// # Ok::<(), loss_core::Error>(())
 /// ```
 #[derive(Debug, Default)]
-pub struct RowStats<'a, F> {
+pub struct CrossEntropyOutputs<'a, F> {
+    pub(crate) losses: Option<&'a mut [F]>,
+    pub(crate) grad: Option<&'a mut [F]>,
+    pub(crate) stats: Stats<'a, F>,
+}
+
+/// The per-row statistics of a cross-entropy pass (see [`CrossEntropyOutputs`]).
+#[derive(Debug, Default)]
+pub(crate) struct Stats<'a, F> {
     pub(crate) lse: Option<&'a mut [F]>,
     pub(crate) entropy: Option<&'a mut [F]>,
     pub(crate) argmax: Option<&'a mut [usize]>,
 }
 
-impl<'a, F: Float> RowStats<'a, F> {
-    /// No statistics.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let s = loss_core::RowStats::<f32>::new();
-    /// # let _ = s;
-    /// ```
-    pub fn new() -> Self {
-        RowStats {
-            lse: None,
-            entropy: None,
-            argmax: None,
-        }
-    }
-
-    /// Write each row's log-sum-exp into `lse` (one per row).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut l = [0.0f32; 2];
-    /// let s = loss_core::RowStats::new().with_lse(&mut l);
-    /// # let _ = s;
-    /// ```
-    pub fn with_lse(self, lse: &'a mut [F]) -> Self {
-        RowStats {
-            lse: Some(lse),
-            ..self
-        }
-    }
-
-    /// Write each row's softmax entropy (nats) into `entropy` (one per row).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut h = [0.0f64; 2];
-    /// let s = loss_core::RowStats::new().with_entropy(&mut h);
-    /// # let _ = s;
-    /// ```
-    pub fn with_entropy(self, entropy: &'a mut [F]) -> Self {
-        RowStats {
-            entropy: Some(entropy),
-            ..self
-        }
-    }
-
-    /// Write each row's argmax into `argmax` (one per row).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut a = [0usize; 2];
-    /// let s = loss_core::RowStats::<f32>::new().with_argmax(&mut a);
-    /// # let _ = s;
-    /// ```
-    pub fn with_argmax(self, argmax: &'a mut [usize]) -> Self {
-        RowStats {
-            argmax: Some(argmax),
-            ..self
-        }
-    }
-
+impl<F: Float> Stats<'_, F> {
     pub(crate) fn check(&self, rows: usize) -> Result<(), Error> {
         if let Some(v) = &self.lse {
             check_len("lse", rows, v.len())?;
@@ -254,6 +229,134 @@ impl<'a, F: Float> RowStats<'a, F> {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.lse.is_none() && self.entropy.is_none() && self.argmax.is_none()
+    }
+}
+
+impl<'a, F: Float> CrossEntropyOutputs<'a, F> {
+    /// No outputs: only the return value (enough for every reduction but `None`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let o = loss_core::CrossEntropyOutputs::<f32>::new();
+    /// # let _ = o;
+    /// ```
+    pub fn new() -> Self {
+        CrossEntropyOutputs {
+            losses: None,
+            grad: None,
+            stats: Stats {
+                lse: None,
+                entropy: None,
+                argmax: None,
+            },
+        }
+    }
+
+    /// Write the per-row losses (required with [`Reduction::None`]) or, with a reducing
+    /// [`Reduction`], the one reduced value into `losses`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut l = [0.0f64; 3];
+    /// let o = loss_core::CrossEntropyOutputs::new().with_losses(&mut l);
+    /// # let _ = o;
+    /// ```
+    pub fn with_losses(self, losses: &'a mut [F]) -> Self {
+        CrossEntropyOutputs {
+            losses: Some(losses),
+            ..self
+        }
+    }
+
+    /// Write the gradient of the returned value with respect to the raw logits into `grad`
+    /// (`B·C`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut g = [0.0f32; 4];
+    /// let o = loss_core::CrossEntropyOutputs::new().with_grad(&mut g);
+    /// # let _ = o;
+    /// ```
+    pub fn with_grad(self, grad: &'a mut [F]) -> Self {
+        CrossEntropyOutputs {
+            grad: Some(grad),
+            ..self
+        }
+    }
+
+    /// Write each row's log-sum-exp into `lse` (one per row).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut l = [0.0f32; 2];
+    /// let o = loss_core::CrossEntropyOutputs::new().with_lse(&mut l);
+    /// # let _ = o;
+    /// ```
+    pub fn with_lse(self, lse: &'a mut [F]) -> Self {
+        CrossEntropyOutputs {
+            stats: Stats {
+                lse: Some(lse),
+                ..self.stats
+            },
+            ..self
+        }
+    }
+
+    /// Write each row's softmax entropy (nats) into `entropy` (one per row).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut h = [0.0f64; 2];
+    /// let o = loss_core::CrossEntropyOutputs::new().with_entropy(&mut h);
+    /// # let _ = o;
+    /// ```
+    pub fn with_entropy(self, entropy: &'a mut [F]) -> Self {
+        CrossEntropyOutputs {
+            stats: Stats {
+                entropy: Some(entropy),
+                ..self.stats
+            },
+            ..self
+        }
+    }
+
+    /// Write each row's argmax into `argmax` (one per row).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut a = [0usize; 2];
+    /// let o = loss_core::CrossEntropyOutputs::<f32>::new().with_argmax(&mut a);
+    /// # let _ = o;
+    /// ```
+    pub fn with_argmax(self, argmax: &'a mut [usize]) -> Self {
+        CrossEntropyOutputs {
+            stats: Stats {
+                argmax: Some(argmax),
+                ..self.stats
+            },
+            ..self
+        }
+    }
+
+    /// Checks the buffers: `losses` (see [`check_losses`]), `grad` of `n_grad` values, then the
+    /// statistics (`rows` each).
+    pub(crate) fn check(
+        &self,
+        reduction: Reduction,
+        rows: usize,
+        n_grad: usize,
+    ) -> Result<(), Error> {
+        check_losses(self.losses.as_deref(), reduction, rows)?;
+        if let Some(g) = &self.grad {
+            check_len("grad", n_grad, g.len())?;
+        }
+        self.stats.check(rows)
     }
 }
 

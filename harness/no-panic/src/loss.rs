@@ -7,9 +7,10 @@ use core::hint::black_box;
 use loss_core::softmax_core::backend::{Backend, Poly};
 use loss_core::softmax_core::Float;
 use loss_core::{
-    BceOptions, ChunkedCrossEntropy, CrossEntropyOptions, FocalOptions, InfoNceOptions,
-    InfoNceOutputs, LinearOutputs, Negatives, NllOptions, Outputs, Reduction, RowStats,
-    SiglipOptions, SiglipOutputs,
+    BceOptions, ChunkedCrossEntropy, CrossEntropyOptions, CrossEntropyOutputs, InfoNceOptions,
+    InfoNceOutputs, InfoNceSingleOptions, KlDivOptions, LinearCrossEntropyOutputs, MseOptions,
+    Negatives, NllOptions, NtXentOptions, NtXentOutputs, Outputs, Reduction, SiglipOptions,
+    SiglipOutputs, SigmoidFocalOptions, SoftmaxFocalOptions,
 };
 
 fn used<T>(v: T) {
@@ -78,10 +79,9 @@ where
         c,
         t,
         &ce,
-        Outputs::new()
+        CrossEntropyOutputs::new()
             .with_grad(black_box(&mut gs[..]))
-            .with_losses(black_box(&mut hs[..])),
-        RowStats::new()
+            .with_losses(black_box(&mut hs[..]))
             .with_lse(black_box(&mut ks[..]))
             .with_entropy(black_box(&mut ls[..]))
             .with_argmax(black_box(&mut args[..])),
@@ -92,8 +92,9 @@ where
         c,
         y,
         &ce,
-        Outputs::new().with_grad(black_box(&mut gs[..])),
-        RowStats::new().with_lse(black_box(&mut ks[..])),
+        CrossEntropyOutputs::new()
+            .with_grad(black_box(&mut gs[..]))
+            .with_lse(black_box(&mut ks[..])),
     ));
 
     // The chunked form.
@@ -113,6 +114,7 @@ where
             .with_reduction(reduction()),
     );
     used(loss_core::nll_loss(
+        b,
         x,
         c,
         t,
@@ -135,34 +137,47 @@ where
         &bce,
         Outputs::new().with_grad(black_box(&mut gs[..])),
     ));
+    let sfocal = black_box(
+        SigmoidFocalOptions::new()
+            .with_alpha(s)
+            .with_gamma(black_box(F::TWO))
+            .with_reduction(reduction()),
+    );
+    used(sfocal.reduction());
     used(loss_core::sigmoid_focal_loss(
         b,
         x,
         y,
-        s,
-        black_box(F::TWO),
-        reduction(),
+        &sfocal,
         Outputs::new().with_losses(black_box(&mut hs[..])),
     ));
+    let kl = black_box(
+        KlDivOptions::new()
+            .with_reduction(reduction())
+            .with_log_target(flag),
+    );
+    used(kl.log_target());
     used(loss_core::kl_div(
         b,
         x,
         y,
         c,
-        flag,
-        reduction(),
+        &kl,
         Outputs::new().with_grad(black_box(&mut gs[..])),
     ));
+    let mse = black_box(MseOptions::new().with_reduction(reduction()));
+    used(mse.reduction());
     used(loss_core::mse_loss(
+        b,
         x,
         y,
-        reduction(),
+        &mse,
         Outputs::new().with_grad(black_box(&mut gs[..])),
     ));
 
     // Softmax focal.
     let focal = black_box(
-        FocalOptions::new()
+        SoftmaxFocalOptions::new()
             .with_gamma(F::TWO)
             .with_alpha(w)
             .with_ignore_index(black_box(-1))
@@ -185,7 +200,7 @@ where
             .with_reduction(reduction())
             .with_symmetric(black_box(false)),
     );
-    used(loss_core::info_nce_scratch_len(c, m, flag));
+    used(loss_core::info_nce_scratch_len(c, m, &nce));
     let mut gt = F::ZERO;
     let negatives = if black_box(flag) {
         Negatives::Unpaired { keys: w, m }
@@ -199,13 +214,12 @@ where
         d,
         black_box(negatives),
         &nce,
-        InfoNceOutputs::new()
+        InfoNceOutputs::new(black_box(&mut ss[..]))
             .with_losses(black_box(&mut hs[..]))
             .with_grad_query(black_box(&mut gs[..]))
             .with_grad_positive(black_box(&mut ks[..]))
             .with_grad_negatives(black_box(&mut ls[..]))
             .with_grad_temperature(&mut gt),
-        black_box(&mut ss[..]),
     ));
     used(loss_core::info_nce(
         b,
@@ -214,30 +228,35 @@ where
         d,
         black_box(Negatives::InBatch),
         &nce,
-        InfoNceOutputs::new(),
-        black_box(&mut ss[..]),
+        InfoNceOutputs::new(black_box(&mut ss[..])),
     ));
+    let single = black_box(InfoNceSingleOptions::new().with_temperature(s));
+    used(single.temperature());
     used(loss_core::info_nce_single(
         b,
         black_box(&xs[..4]),
         black_box(&ys[..4]),
         w,
-        s,
-        InfoNceOutputs::new().with_grad_query(black_box(&mut gs[..])),
-        black_box(&mut ss[..]),
+        &single,
+        InfoNceOutputs::new(black_box(&mut ss[..])).with_grad_query(black_box(&mut gs[..])),
     ));
     used(gt);
     used(loss_core::nt_xent_scratch_len(c));
     let mut gt2 = F::ZERO;
+    let ntx = black_box(
+        NtXentOptions::new()
+            .with_temperature(s)
+            .with_normalize(flag),
+    );
+    used(ntx.temperature());
     used(loss_core::nt_xent(
         b,
         x,
         d,
-        s,
-        flag,
-        Some(black_box(&mut gs[..])),
-        Some(&mut gt2),
-        black_box(&mut ss[..]),
+        &ntx,
+        NtXentOutputs::new(black_box(&mut ss[..]))
+            .with_grad(black_box(&mut gs[..]))
+            .with_grad_temperature(&mut gt2),
     ));
     used(gt2);
     let sig = black_box(
@@ -263,7 +282,7 @@ where
     used(loss_core::mutual_information_lower_bound(b, s, c));
 
     // The fused linear cross-entropy.
-    used(loss_core::linear_cross_entropy_scratch(c, m));
+    used(loss_core::linear_cross_entropy_scratch_len(c, m));
     used(loss_core::linear_cross_entropy(
         b,
         black_box(&xs[..16]),
@@ -271,12 +290,11 @@ where
         d,
         black_box(&ts[..4]),
         &ce,
-        LinearOutputs::new()
+        LinearCrossEntropyOutputs::new(black_box(&mut ss[..]))
             .with_losses(black_box(&mut hs[..]))
             .with_grad_h(black_box(&mut gs[..]))
             .with_grad_w(black_box(&mut ks[..]))
             .with_lse(black_box(&mut ls[..])),
-        black_box(&mut ss[..]),
     ));
     used((gs, hs, ks, ls, ss, args));
 }

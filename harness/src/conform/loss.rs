@@ -397,15 +397,15 @@ where
     let mut grad = vec![F::ZERO; logits.len()];
     let mut lse = vec![F::ZERO; rows];
     let mut loss = vec![F::ZERO; loss_len(f.reduction, rows)];
-    let out = lc::Outputs::new()
+    let out = lc::CrossEntropyOutputs::new()
         .with_grad(&mut grad)
-        .with_losses(&mut loss);
-    let stats = lc::RowStats::new().with_lse(&mut lse);
+        .with_losses(&mut loss)
+        .with_lse(&mut lse);
     match (target, target_probs) {
-        (Some(t), _) => lc::cross_entropy(Poly, &logits, c, &t, &opts, out, stats)?,
+        (Some(t), _) => lc::cross_entropy(Poly, &logits, c, &t, &opts, out)?,
         (_, p) => {
             let p = p.unwrap_or_default();
-            lc::cross_entropy_probs(Poly, &logits, c, &p, &opts, out, stats)?
+            lc::cross_entropy_probs(Poly, &logits, c, &p, &opts, out)?
         }
     };
     Ok(vec![
@@ -416,7 +416,10 @@ where
 }
 
 /// `nll_loss`: `loss`, `grad`.
-fn nll_loss<F: Real>(req: &Request<'_>) -> Result<Outputs, Failure> {
+fn nll_loss<F: Real>(req: &Request<'_>) -> Result<Outputs, Failure>
+where
+    Poly: Backend<F>,
+{
     let x = req.floats::<F>("log_probs")?;
     let shape = req.row_shape("shape")?;
     let t = targets(req, "target")?;
@@ -437,6 +440,7 @@ fn nll_loss<F: Real>(req: &Request<'_>) -> Result<Outputs, Failure> {
     let mut grad = vec![F::ZERO; x.len()];
     let mut loss = vec![F::ZERO; loss_len(red, shape.rows)];
     lc::nll_loss(
+        Poly,
         &x,
         shape.n,
         &t,
@@ -512,13 +516,15 @@ where
     let batch = if one_dim { shape.n } else { shape.rows };
     let mut grad = vec![F::ZERO; x.len()];
     let mut loss = vec![F::ZERO; loss_len(red, x.len())];
+    let opts = lc::KlDivOptions::new()
+        .with_reduction(red)
+        .with_log_target(log_target);
     lc::kl_div(
         Poly,
         &x,
         &t,
         batch,
-        log_target,
-        red,
+        &opts,
         lc::Outputs::new()
             .with_grad(&mut grad)
             .with_losses(&mut loss),
@@ -530,7 +536,10 @@ where
 }
 
 /// `mse`: `loss`, `grad`.
-fn mse<F: Real>(req: &Request<'_>) -> Result<Outputs, Failure> {
+fn mse<F: Real>(req: &Request<'_>) -> Result<Outputs, Failure>
+where
+    Poly: Backend<F>,
+{
     let x = req.floats::<F>("input")?;
     let y = req.floats::<F>("target")?;
     let red = reduction(req, "mean", false)?;
@@ -538,9 +547,10 @@ fn mse<F: Real>(req: &Request<'_>) -> Result<Outputs, Failure> {
     let mut grad = vec![F::ZERO; x.len()];
     let mut loss = vec![F::ZERO; loss_len(red, x.len())];
     lc::mse_loss(
+        Poly,
         &x,
         &y,
-        red,
+        &lc::MseOptions::new().with_reduction(red),
         lc::Outputs::new()
             .with_grad(&mut grad)
             .with_losses(&mut loss),
@@ -564,13 +574,15 @@ where
     check_len("target", x.len(), y.len())?;
     let mut grad = vec![F::ZERO; x.len()];
     let mut loss = vec![F::ZERO; loss_len(red, x.len())];
+    let opts = lc::SigmoidFocalOptions::new()
+        .with_alpha(alpha)
+        .with_gamma(gamma)
+        .with_reduction(red);
     lc::sigmoid_focal_loss(
         Poly,
         &x,
         &y,
-        alpha,
-        gamma,
-        red,
+        &opts,
         lc::Outputs::new()
             .with_grad(&mut grad)
             .with_losses(&mut loss),
@@ -655,12 +667,12 @@ where
         .with_normalize(normalize)
         .with_reduction(red)
         .with_symmetric(symmetric);
-    let mut scratch = vec![F::ZERO; lc::info_nce_scratch_len(n, m, normalize)];
+    let mut scratch = vec![F::ZERO; lc::info_nce_scratch_len(n, m, &opts)];
     let (mut gq, mut gk) = (vec![F::ZERO; q.len()], vec![F::ZERO; k.len()]);
     let mut gn = vec![F::ZERO; neg.as_ref().map_or(0, Vec::len)];
     let mut gt = F::ZERO;
     let mut loss = vec![F::ZERO; loss_len(red, n)];
-    let mut out = lc::InfoNceOutputs::new()
+    let mut out = lc::InfoNceOutputs::new(&mut scratch)
         .with_losses(&mut loss)
         .with_grad_query(&mut gq)
         .with_grad_positive(&mut gk)
@@ -668,7 +680,7 @@ where
     if neg.is_some() {
         out = out.with_grad_negatives(&mut gn);
     }
-    lc::info_nce(Poly, &q, &k, d, negatives, &opts, out, &mut scratch)?;
+    lc::info_nce(Poly, &q, &k, d, negatives, &opts, out)?;
     let mut outs = vec![
         ("loss", float_array(&loss)),
         ("grad_query", float_array(&gq)),
@@ -704,15 +716,17 @@ where
     let mut grad = vec![F::ZERO; z.len()];
     let mut gt = F::ZERO;
     let mut scratch = vec![F::ZERO; lc::nt_xent_scratch_len(n)];
+    let opts = lc::NtXentOptions::new()
+        .with_temperature(tau)
+        .with_normalize(normalize);
     let l = lc::nt_xent(
         Poly,
         &z,
         d,
-        tau,
-        normalize,
-        Some(&mut grad),
-        Some(&mut gt),
-        &mut scratch,
+        &opts,
+        lc::NtXentOutputs::new(&mut scratch)
+            .with_grad(&mut grad)
+            .with_grad_temperature(&mut gt),
     )?;
     Ok(vec![
         ("loss", one(l)),
@@ -787,7 +801,7 @@ where
     if let Some(a) = &alpha {
         check_len("alpha", shape.n, a.len())?;
     }
-    let mut o = lc::FocalOptions::new()
+    let mut o = lc::SoftmaxFocalOptions::new()
         .with_gamma(gamma)
         .with_ignore_index(ignore)
         .with_reduction(red);
@@ -834,7 +848,7 @@ where
     let (mut gh, mut gw) = (vec![F::ZERO; h.len()], vec![F::ZERO; w.len()]);
     let mut lse = vec![F::ZERO; t_rows];
     let mut loss = vec![F::ZERO; loss_len(f.reduction, t_rows)];
-    let mut scratch = vec![F::ZERO; lc::linear_cross_entropy_scratch(t_rows.max(1), 256)];
+    let mut scratch = vec![F::ZERO; lc::linear_cross_entropy_scratch_len(t_rows.max(1), 256)];
     lc::linear_cross_entropy(
         Poly,
         &h,
@@ -842,12 +856,11 @@ where
         k,
         &target,
         &opts,
-        lc::LinearOutputs::new()
+        lc::LinearCrossEntropyOutputs::new(&mut scratch)
             .with_losses(&mut loss)
             .with_grad_h(&mut gh)
             .with_grad_w(&mut gw)
             .with_lse(&mut lse),
-        &mut scratch,
     )?;
     Ok(vec![
         ("loss", float_array(&loss)),

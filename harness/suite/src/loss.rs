@@ -12,9 +12,10 @@ use loss_core::{
     binary_cross_entropy_with_logits, cross_entropy, cross_entropy_probs, info_nce,
     info_nce_scratch_len, info_nce_single, kl_div, linear_cross_entropy, mse_loss,
     mutual_information_lower_bound, nll_loss, nt_xent, siglip_loss, sigmoid_focal_loss,
-    softmax_focal_loss, BceOptions, ChunkedCrossEntropy, CrossEntropyOptions, Error, FocalOptions,
-    InfoNceOptions, InfoNceOutputs, LinearOutputs, Negatives, NllOptions, Outputs, Reduction,
-    RowStats, SiglipOptions, SiglipOutputs,
+    softmax_focal_loss, BceOptions, ChunkedCrossEntropy, CrossEntropyOptions, CrossEntropyOutputs,
+    Error, InfoNceOptions, InfoNceOutputs, InfoNceSingleOptions, KlDivOptions,
+    LinearCrossEntropyOutputs, MseOptions, Negatives, NllOptions, NtXentOptions, NtXentOutputs,
+    Outputs, Reduction, SiglipOptions, SiglipOutputs, SigmoidFocalOptions, SoftmaxFocalOptions,
 };
 
 use crate::family::own_frame;
@@ -104,10 +105,9 @@ where
                         C,
                         &t,
                         &o,
-                        Outputs::new()
+                        CrossEntropyOutputs::new()
                             .with_grad(&mut grad)
-                            .with_losses(&mut losses[..n]),
-                        RowStats::new()
+                            .with_losses(&mut losses[..n])
                             .with_lse(&mut lse)
                             .with_entropy(&mut ent)
                             .with_argmax(&mut arg),
@@ -120,6 +120,8 @@ where
                 ctx.feed(&ent);
                 ctx.feed(&arg);
                 if i != 0 {
+                    // The per-sample buffer is required with `None` (not fed: the digest keeps
+                    // the value, gradient and lse it always had; the next call rewrites it).
                     let r = own_frame(|| {
                         cross_entropy_probs(
                             Poly,
@@ -127,8 +129,10 @@ where
                             C,
                             &tp,
                             &o,
-                            Outputs::new().with_grad(&mut grad),
-                            RowStats::new().with_lse(&mut lse),
+                            CrossEntropyOutputs::new()
+                                .with_losses(&mut losses[..n])
+                                .with_grad(&mut grad)
+                                .with_lse(&mut lse),
                         )
                     });
                     feed_res(ctx, r);
@@ -141,7 +145,7 @@ where
     // Errors: out of range, nothing to average, bad parameters, lengths.
     let o = CrossEntropyOptions::new();
     let call = |t: &[i64], o: &CrossEntropyOptions<'_, F>, ctx: &mut Ctx| {
-        let r = own_frame(|| cross_entropy(Poly, &x, C, t, o, Outputs::new(), RowStats::new()));
+        let r = own_frame(|| cross_entropy(Poly, &x, C, t, o, CrossEntropyOutputs::new()));
         feed_res(ctx, r);
     };
     call(&[0, 37, 1, 2], &o, ctx);
@@ -177,6 +181,7 @@ where
                 let n = if red == Reduction::None { B } else { 1 };
                 let r = own_frame(|| {
                     nll_loss(
+                        Poly,
                         &x,
                         C,
                         &t,
@@ -192,7 +197,16 @@ where
             }
         }
     }
-    let r = own_frame(|| nll_loss(&x, C, &[0, 1, 2, 99], &NllOptions::new(), Outputs::new()));
+    let r = own_frame(|| {
+        nll_loss(
+            Poly,
+            &x,
+            C,
+            &[0, 1, 2, 99],
+            &NllOptions::new(),
+            Outputs::new(),
+        )
+    });
     feed_res(ctx, r);
 }
 
@@ -238,14 +252,16 @@ where
             ctx.feed(&losses[..n]);
         }
         for (alpha, gamma) in [(0.25, 2.0), (-1.0, 0.0), (0.5, 1.5)] {
+            let o = SigmoidFocalOptions::new()
+                .with_alpha(F::from_f64(alpha))
+                .with_gamma(F::from_f64(gamma))
+                .with_reduction(red);
             let r = own_frame(|| {
                 sigmoid_focal_loss(
                     Poly,
                     &x,
                     &y,
-                    F::from_f64(alpha),
-                    F::from_f64(gamma),
-                    red,
+                    &o,
                     Outputs::new()
                         .with_grad(&mut grad)
                         .with_losses(&mut losses[..n]),
@@ -257,9 +273,10 @@ where
         }
         let r = own_frame(|| {
             mse_loss(
+                Poly,
                 &x,
                 &y,
-                red,
+                &MseOptions::new().with_reduction(red),
                 Outputs::new()
                     .with_grad(&mut grad)
                     .with_losses(&mut losses[..n]),
@@ -281,14 +298,16 @@ where
     ] {
         let n = if red == Reduction::None { BC } else { 1 };
         for log_target in [false, true] {
+            let o = KlDivOptions::new()
+                .with_reduction(red)
+                .with_log_target(log_target);
             let r = own_frame(|| {
                 kl_div(
                     Poly,
                     &x,
                     &y,
                     B,
-                    log_target,
-                    red,
+                    &o,
                     Outputs::new()
                         .with_grad(&mut grad)
                         .with_losses(&mut losses[..n]),
@@ -299,7 +318,7 @@ where
             ctx.feed(&losses[..n]);
         }
     }
-    let r = own_frame(|| mse_loss(&x, &y[..3], Reduction::Mean, Outputs::new()));
+    let r = own_frame(|| mse_loss(Poly, &x, &y[..3], &MseOptions::new(), Outputs::new()));
     feed_res(ctx, r);
 }
 
@@ -320,7 +339,7 @@ where
     for red in REDUCTIONS {
         let n = if red == Reduction::None { B } else { 1 };
         for (gamma, alpha) in [(0.0, false), (2.0, false), (0.5, true)] {
-            let mut o = FocalOptions::new()
+            let mut o = SoftmaxFocalOptions::new()
                 .with_gamma(F::from_f64(gamma))
                 .with_reduction(red);
             if alpha {
@@ -385,15 +404,15 @@ where
                 _ => N * M * D,
             };
             let m = if mode == 0 { 0 } else { M };
-            let len = info_nce_scratch_len(N, m, normalize);
             let o = InfoNceOptions::new()
                 .with_temperature(F::from_f64(tau))
                 .with_normalize(normalize)
                 .with_reduction(red)
                 .with_symmetric(symmetric);
+            let len = info_nce_scratch_len(N, m, &o);
             let mut gt = F::ZERO;
             let r = own_frame(|| {
-                let mut out = InfoNceOutputs::new()
+                let mut out = InfoNceOutputs::new(&mut scratch[..len])
                     .with_losses(&mut losses[..n])
                     .with_grad_query(&mut gq)
                     .with_grad_positive(&mut gk)
@@ -401,7 +420,7 @@ where
                 if mode != 0 {
                     out = out.with_grad_negatives(&mut gn[..gn_len]);
                 }
-                info_nce(Poly, &q, &k, D, negatives, &o, out, &mut scratch[..len])
+                info_nce(Poly, &q, &k, D, negatives, &o, out)
             });
             feed_res(ctx, r);
             ctx.feed(&losses[..n]);
@@ -419,13 +438,12 @@ where
             &q[..D],
             &k[..D],
             &neg[..M * D],
-            F::from_f64(0.3),
-            InfoNceOutputs::new()
+            &InfoNceSingleOptions::new().with_temperature(F::from_f64(0.3)),
+            InfoNceOutputs::new(&mut scratch[..2 * (M + 1)])
                 .with_grad_query(&mut gq[..D])
                 .with_grad_positive(&mut gk[..D])
                 .with_grad_negatives(&mut gn[..M * D])
                 .with_grad_temperature(&mut gt),
-            &mut scratch[..2 * (M + 1)],
         )
     });
     feed_res(ctx, r);
@@ -446,16 +464,18 @@ where
     let mut gz = [F::ZERO; 2 * N * D];
     for (normalize, tau) in [(true, 0.1), (false, 0.9)] {
         let mut gt = F::ZERO;
+        let o = NtXentOptions::new()
+            .with_temperature(F::from_f64(tau))
+            .with_normalize(normalize);
         let r = own_frame(|| {
             nt_xent(
                 Poly,
                 &z,
                 D,
-                F::from_f64(tau),
-                normalize,
-                Some(&mut gz),
-                Some(&mut gt),
-                &mut scratch[..6 * N],
+                &o,
+                NtXentOutputs::new(&mut scratch[..6 * N])
+                    .with_grad(&mut gz)
+                    .with_grad_temperature(&mut gt),
             )
         });
         feed_res(ctx, r);
@@ -576,12 +596,11 @@ where
                     K,
                     &t,
                     &o,
-                    LinearOutputs::new()
+                    LinearCrossEntropyOutputs::new(&mut scratch)
                         .with_losses(&mut losses[..n])
                         .with_grad_h(&mut gh)
                         .with_grad_w(&mut gw)
                         .with_lse(&mut lse),
-                    &mut scratch,
                 )
             });
             feed_res(ctx, r);

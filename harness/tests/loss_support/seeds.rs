@@ -22,7 +22,7 @@
 use crate::loss_support as r;
 use crate::loss_support::Rng;
 use loss_core::softmax_core::backend::Poly;
-use loss_core::{info_nce_single, InfoNceOutputs};
+use loss_core::{info_nce_single, InfoNceOutputs, InfoNceSingleOptions};
 
 /// The single-query InfoNCE of eq. 4.4.11 in f64.
 fn infonce(q: &[f64], kp: &[f64], kn: &[f64], d: usize, tau: f64) -> f64 {
@@ -158,12 +158,11 @@ fn info_nce_single_uses_the_correct_forms() {
             &c.q,
             &c.kp,
             &c.kn,
-            c.tau,
-            InfoNceOutputs::new()
+            &InfoNceSingleOptions::new().with_temperature(c.tau),
+            InfoNceOutputs::new(&mut scratch)
                 .with_grad_query(&mut gq)
                 .with_grad_positive(&mut gp)
                 .with_grad_negatives(&mut gn),
-            &mut scratch,
         )
         .unwrap();
         let dq: Vec<f64> = (0..c.d).map(|i| (c.ek[i] - c.kp[i]) / c.tau).collect();
