@@ -342,9 +342,10 @@ impl<'a, F: Float, B: Backend<F>> ChunkedCrossEntropy<'a, F, B> {
                 // g_j = p_j·a − b·w_j, times the cap's derivative at the raw logit x_j; `z` are
                 // the values the softmax saw (capped), `x` the raw logits.
                 let finish = |off: usize, x: &[F], z: &[F], g: &mut [F]| {
-                    if st.probs(z, g).is_err() {
-                        return;
+                    for (g, &z) in g.iter_mut().zip(z) {
+                        *g = z;
                     }
+                    st.probs_in_place(g);
                     for (j, (g, &x)) in g.iter_mut().zip(x).enumerate() {
                         let wj = match weight {
                             Some(w) => w.get(off + j).copied().unwrap_or(F::NAN),

@@ -695,10 +695,10 @@ impl<F: Float> InfoNceSingleOptions<F> {
     }
 }
 
-/// InfoNCE for one query `q` with one positive key `k⁺` and `M` negative keys (seed 001,
-/// eq. 4.4.11): `L = −ln( e^(q·k⁺/τ) / (e^(q·k⁺/τ) + Σ_m e^(q·k⁻_m/τ)) )` on the raw vectors
-/// (no normalisation), with the gradients (verified against central finite differences;
-/// eq. 4.4.14 holds, 4.4.15 and 4.4.16 of the seed do not — see the crate docs):
+/// InfoNCE for one query `q` with one positive key `k⁺` and `M` negative keys:
+/// `L = −ln( e^(q·k⁺/τ) / (e^(q·k⁺/τ) + Σ_m e^(q·k⁻_m/τ)) )` on the raw vectors (no
+/// normalisation), with the gradients (verified against central finite differences; some
+/// derivations give other forms for `k⁺` and `k⁻`, which do not match them):
 ///
 /// * `∂L/∂q = (E_p[k] − k⁺)/τ`, `p = softmax([q·k⁺, q·k⁻_1, …]/τ)`;
 /// * `∂L/∂k⁺ = (p⁺ − 1)·q/τ`;
@@ -1375,8 +1375,8 @@ pub fn siglip_loss<F: Float, B: Backend<F>>(
 }
 
 /// The InfoNCE lower bound on mutual information, `I(X; Y) >= ln N − L` (van den Oord et al.
-/// 2018), where `N` counts every candidate of a query, the positive included (seed 001/000 call
-/// it "the number of negatives": that is `N − 1`). The bound can never exceed its ceiling `ln N`
+/// 2018), where `N` counts every candidate of a query, the positive included (texts that call
+/// it "the number of negatives" mean `N − 1`). The bound can never exceed its ceiling `ln N`
 /// (a loss is `>= 0`), however much information there is: estimating large mutual information
 /// needs many candidates.
 ///

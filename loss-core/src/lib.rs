@@ -42,8 +42,7 @@
 //!   (log_target, batchmean); [`mse_loss`]; torchvision's [`sigmoid_focal_loss`]; a multi-class
 //!   [`softmax_focal_loss`]. Every loss writes its gradient into a caller buffer in the same
 //!   pass; at most two passes over the logits and no temporary of size `C` beyond the gradient.
-//! * Contrastive: [`info_nce_single`] (one query, seed 001 eq. 4.4.11, with the corrected
-//!   gradients), batched [`info_nce`] with `info-nce-pytorch` semantics (in-batch, unpaired and
+//! * Contrastive: [`info_nce_single`] (one query, with the correct gradients for the keys), batched [`info_nce`] with `info-nce-pytorch` semantics (in-batch, unpaired and
 //!   paired negatives, L2 normalisation, symmetric CLIP loss, `∂/∂τ`), [`nt_xent`] (SimCLR),
 //!   [`siglip_loss`] (O(1) extra memory, gradients for scale and bias), and
 //!   [`mutual_information_lower_bound`] (`ln N − L`, ceiling `ln N`).

@@ -443,9 +443,10 @@ fn grad_block<F: Float, B: Backend<F>>(row: &BlockRow<'_, F, B>, z: &[F], p: &mu
     let lse = st.finish();
     match kc.cap {
         None => {
-            if st.probs(z, p).is_err() {
-                return;
+            for (p, &z) in p.iter_mut().zip(z) {
+                *p = z;
             }
+            st.probs_in_place(p);
         }
         Some(cap) => {
             for (p, &z) in p.iter_mut().zip(z) {
