@@ -9,7 +9,7 @@ use softmax_core::{simd, Float, LogSumExp};
 use crate::error::Error;
 use crate::options::{Dims, Grads, Options, Qkv, Saved};
 use crate::plan::{check_len, from_u64, keys_of, mul, part, part_mut, Plan};
-use crate::tile::{tiles, Contiguous, Tile, BK, GATHER, TQ};
+use crate::tile::{tiles, Contiguous, Tile, BK, TQ};
 
 /// The gradients of `L = Σ dO ⊙ o` with respect to `q`, `k`, `v` (and the sink logits) for
 /// [`attention`](crate::attention) with the same dimensions and options, from the forward
@@ -198,7 +198,6 @@ fn backward_tile<F: Float, B: Backend<F>>(
     let mut pb = [F::ZERO; TQ * BK];
     let mut gb = [F::ZERO; TQ * BK];
     let mut fac = [F::ZERO; TQ * BK];
-    let mut gather = [F::ZERO; GATHER];
     tile.for_each_block(|blk| {
         let (u0, u1, w) = (blk.u0, blk.u1, blk.width());
         let n = rows * w;
@@ -210,7 +209,7 @@ fn backward_tile<F: Float, B: Backend<F>>(
         ) else {
             return;
         };
-        tile.scores(backend, blk, sc, &mut gather, Some(&mut *fac));
+        tile.scores(backend, blk, sc, Some(&mut *fac));
         let vb = keys_of(tile.keys.v, u0, u1, dvw);
         within::matmul_nt(do_tile, vb, dvw, gb);
         pb.fill(F::ZERO);
@@ -315,7 +314,7 @@ fn count_pos_inf<F: Float, B: Backend<F>>(
             return;
         };
         let (f, l) = runs.span();
-        one.scores(backend, blk, &mut buf, &mut [], None);
+        one.scores(backend, blk, &mut buf, None);
         let row = buf
             .get((f - blk.u0) as usize..(l - blk.u0) as usize)
             .unwrap_or(&[]);

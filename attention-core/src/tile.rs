@@ -42,7 +42,7 @@ pub(crate) fn tiles(n: usize) -> impl Iterator<Item = (usize, usize)> {
 
 /// The scratch of a product whose columns are not a whole block row (only a tile of several
 /// rows needs it: one row's columns are contiguous in the block's scores).
-pub(crate) const GATHER: usize = if TQ > 1 { TQ * BK } else { 0 };
+const GATHER: usize = if TQ > 1 { TQ * BK } else { 0 };
 
 /// The score modifiers of one query row.
 #[derive(Clone, Copy, Debug)]
@@ -305,16 +305,14 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
     /// The final scores of a block into `sc` (`rows × width`): the dot products of the keys the
     /// rows need (the union of their spans, or each run when the rows share their runs), then
     /// each row's modifiers and masks over its own span ([`Row::finalize`]; with `fac`, the
-    /// derivative of each score with respect to its dot product, likewise). `gather` is the
-    /// scratch of a product over part of the block's columns. Columns outside a row's span are
-    /// left as they are.
+    /// derivative of each score with respect to its dot product, likewise). Columns outside a
+    /// row's span are left as they are.
     #[inline(always)]
     pub(crate) fn scores<B: Backend<F>>(
         &self,
         backend: B,
         blk: &Block,
         sc: &mut [F],
-        gather: &mut [F],
         mut fac: Option<&mut [F]>,
     ) {
         let (rows, w, d) = (self.rows, blk.width(), self.d);
@@ -331,7 +329,12 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
                     if let Some(dst) = sc.get_mut(c0..c0 + n) {
                         within::matmul_nt(self.q, kr, d, dst);
                     }
-                } else if let Some(dt) = gather.get_mut(..rows * n) {
+                } else {
+                    // Part of the columns of several rows (a run of the rows' shared runs: the
+                    // sinks before a window, or a ring of slots that wraps): the products side
+                    // by side, then into their columns.
+                    let mut gather = [F::ZERO; GATHER];
+                    let dt = gather.get_mut(..rows * n).unwrap_or(&mut []);
                     within::matmul_nt(self.q, kr, d, dt);
                     for (row, src) in chunks_mut(sc, w).zip(chunks(dt, n.max(1))) {
                         let dst = row.get_mut(c0..c0 + n).unwrap_or(&mut []);
@@ -379,11 +382,10 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
     ) {
         let (rows, dv) = (self.rows, self.dv);
         let mut sc = [F::ZERO; TQ * BK];
-        let mut gather = [F::ZERO; GATHER];
         let mut tmp = [F::ZERO; BK];
         self.for_each_block(|blk| {
             let w = blk.width();
-            self.scores(backend, blk, &mut sc, &mut gather, None);
+            self.scores(backend, blk, &mut sc, None);
             let Some(sc) = sc.get_mut(..rows * w) else {
                 return;
             };
@@ -413,7 +415,9 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
                             } else if rows == 1 {
                                 let wr = sc.get(c0..c0 + n).unwrap_or(&[]);
                                 within::matmul_nn(wr, vr, n, dv, acc, true);
-                            } else if let Some(wt) = gather.get_mut(..rows * n) {
+                            } else {
+                                let mut gather = [F::ZERO; GATHER];
+                                let wt = gather.get_mut(..rows * n).unwrap_or(&mut []);
                                 for (dst, row) in chunks_mut(wt, n.max(1)).zip(chunks(sc, w)) {
                                     let src = row.get(c0..c0 + n).unwrap_or(&[]);
                                     for (a, &b) in dst.iter_mut().zip(src) {
