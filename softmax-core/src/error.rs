@@ -41,6 +41,9 @@ pub enum Error {
     /// [`temperature_for_entropy`](crate::temperature_for_entropy): the target entropy is not strictly between `ln k` and `ln n`
     /// (or the row's entropy does not depend on τ: NaN or `+inf` entries).
     EntropyOutOfRange,
+    /// [`fast`](crate::fast): a spec with a mask or a temperature other than 1 (the fast
+    /// kernels compute neither; [`rows`](crate::rows) does).
+    FastSpec,
 }
 
 impl core::fmt::Display for Error {
@@ -60,6 +63,9 @@ impl core::fmt::Display for Error {
             Error::InvalidNoise => {
                 f.write_str("uniform noise must lie in the open interval (0, 1)")
             }
+            Error::FastSpec => f.write_str(
+                "the fast variant computes unmasked rows at temperature 1 only (rows:: takes masks and temperatures)",
+            ),
             Error::EntropyOutOfRange => {
                 f.write_str("target entropy is outside the range softmax(x/τ) can reach")
             }

@@ -334,6 +334,33 @@ fn edge_semantics_are_the_crates() {
         fast::softmax(&[], &mut [], &softmax_core::Rows::new(4)),
         Ok(())
     );
+    // A mask or a temperature is the default kernels' (rows::), not the fast variant's; the
+    // structural checks come first, the output is untouched.
+    let keep = [true, false];
+    let mut y = [7.0f32; 2];
+    let masked = softmax_core::Rows::new(2).with_keep(&keep);
+    assert_eq!(
+        fast::softmax(&[1.0, 2.0], &mut y, &masked),
+        Err(Error::FastSpec)
+    );
+    let tempered = softmax_core::Rows::new(2).with_temperature(0.5);
+    assert_eq!(
+        fast::log_softmax(&[1.0, 2.0], &mut y, &tempered),
+        Err(Error::FastSpec)
+    );
+    assert_eq!(
+        fast::logsumexp(&[1.0, 2.0], &mut y[..1], &tempered),
+        Err(Error::FastSpec)
+    );
+    assert_eq!(
+        fast::softmax(&[1.0, 2.0], &mut y, &softmax_core::Rows::new(2).with_temperature(0.0)),
+        Err(Error::InvalidTemperature)
+    );
+    assert_eq!(
+        fast::softmax(&[1.0, 2.0, 3.0], &mut [0.0; 3], &masked),
+        Err(Error::RaggedBatch { len: 3, n: 2 })
+    );
+    assert_eq!(y, [7.0; 2]);
 }
 
 /// All three ops on `x` as rows of `n`, concatenated.

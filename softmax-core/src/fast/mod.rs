@@ -49,10 +49,11 @@
 //! `k` entries `+inf` share the mass and an all-`-inf` row gives zeros; a NaN makes its row NaN.
 //!
 //! The functions take a row batch as [`rows`](crate::rows) does (the values, the output, a
-//! [`Rows`] spec), without the backend argument: this variant has its own exp. A spec with a
-//! mask or a temperature other than 1 is computed by the default kernels ([`rows`](crate::rows)
-//! with [`Poly`]), so every spec gives its answer; only unmasked rows at
-//! τ = 1 take the fast kernels. attention-core and loss-core do not use this variant.
+//! [`Rows`] spec), without the backend argument: this variant has its own exp. It computes
+//! unmasked rows at τ = 1: a spec with a mask or another temperature is
+//! [`Error::FastSpec`] (the default kernels of [`rows`](crate::rows) take those; falling back to
+//! them here would link every masked and tempered variant into a firmware image that calls the
+//! fast kernels). attention-core and loss-core do not use this variant.
 //!
 //! # Examples
 //!
@@ -73,7 +74,6 @@ mod passes;
 
 pub use passes::{exp, fma};
 
-use crate::backend::Poly;
 use crate::chunks::{chunks, chunks_mut};
 use crate::error::{check_len, Error};
 use crate::spec::{Mask, Rows};
@@ -92,32 +92,28 @@ fn run(op: Op, x: &[f32], y: &mut [f32], n: usize) {
     }
 }
 
-/// `op` over the batch `spec` describes: the fast kernels for unmasked rows at τ = 1 (after the
-/// checks of the default kernels: the spec against `x`, then `out`, as long as `x` or one value
-/// per row), the default kernels for every other spec.
+/// `op` over the batch `spec` describes, after the checks of the default kernels (the spec
+/// against `x`, then `out`, as long as `x` or one value per row) and the fast variant's own: no
+/// mask, τ = 1.
 fn batch(op: Op, x: &[f32], out: &mut [f32], spec: &Rows<'_, f32>) -> Result<(), Error> {
-    if !(matches!(spec.mask(), Mask::None) && spec.temperature() == 1.0) {
-        return match op {
-            Op::Softmax => crate::rows::softmax(Poly, x, out, spec),
-            Op::LogSoftmax => crate::rows::log_softmax(Poly, x, out, spec),
-            Op::LogSumExp => crate::rows::logsumexp(Poly, x, out, spec),
-        };
-    }
     let rows = spec.check(x.len())?;
     check_len(if op == Op::LogSumExp { rows } else { x.len() }, out.len())?;
+    if !(matches!(spec.mask(), Mask::None) && spec.temperature() == 1.0) {
+        return Err(Error::FastSpec);
+    }
     run(op, x, out, spec.n());
     Ok(())
 }
 
 /// softmax over each row of `x` into `y`, the rows as `spec` gives them (rows of
-/// [`spec.n()`](Rows::n) values; with a mask or a temperature, the default kernels' answer).
-/// Accuracy and semantics in the [module documentation](self).
+/// [`spec.n()`](Rows::n) values). Accuracy and semantics in the [module documentation](self).
 ///
 /// # Errors
 ///
 /// As [`rows::softmax`](crate::rows::softmax): [`Error::EmptyRow`] if `n = 0`,
 /// [`Error::RaggedBatch`] if `x.len()` is not a multiple of `n`, [`Error::LengthMismatch`]
-/// unless `y` (and a mask) have the length of `x`, [`Error::InvalidTemperature`].
+/// unless `y` (and a mask) have the length of `x`, [`Error::InvalidTemperature`]; then
+/// [`Error::FastSpec`] for a mask or a temperature other than 1.
 ///
 /// # Examples
 ///
@@ -137,9 +133,8 @@ pub fn softmax(x: &[f32], y: &mut [f32], spec: &Rows<'_, f32>) -> Result<(), Err
     batch(Op::Softmax, x, y, spec)
 }
 
-/// log_softmax over each row of `x` into `y`: `(x − max) − ln Σ e^(x − max)` (with a mask or a
-/// temperature, the default kernels' answer). Accuracy and semantics in the
-/// [module documentation](self).
+/// log_softmax over each row of `x` into `y`: `(x − max) − ln Σ e^(x − max)`. Accuracy and
+/// semantics in the [module documentation](self).
 ///
 /// # Errors
 ///
@@ -158,9 +153,8 @@ pub fn log_softmax(x: &[f32], y: &mut [f32], spec: &Rows<'_, f32>) -> Result<(),
     batch(Op::LogSoftmax, x, y, spec)
 }
 
-/// logsumexp of each row of `x` into `out` (one value per row): `max + ln Σ e^(x − max)` (with
-/// a mask or a temperature, the default kernels' answer). Accuracy and semantics in the
-/// [module documentation](self).
+/// logsumexp of each row of `x` into `out` (one value per row): `max + ln Σ e^(x − max)`.
+/// Accuracy and semantics in the [module documentation](self).
 ///
 /// # Errors
 ///
