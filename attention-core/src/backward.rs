@@ -9,7 +9,7 @@ use softmax_core::{simd, Float, LogSumExp};
 use crate::error::Error;
 use crate::options::{Dims, Grads, Options, Qkv, Saved};
 use crate::plan::{check_len, from_u64, keys_of, mul, part, part_mut, Plan};
-use crate::tile::{tiles, Contiguous, Tile, BK, TQ};
+use crate::tile::{tiles, Tile, BK, TQ};
 
 /// The gradients of `L = Σ dO ⊙ o` with respect to `q`, `k`, `v` (and the sink logits) for
 /// [`attention`](crate::attention) with the same dimensions and options, from the forward
@@ -104,6 +104,8 @@ pub fn attention_backward<F: Float, B: Backend<F>>(
     for h in 0..p.heads {
         let g = h.checked_div(p.group).unwrap_or(0);
         let head = Head {
+            k: part(x.k, g, p.s * p.d),
+            v: part(x.v, g, p.s * p.dv),
             o: part(saved.o, h, p.t * p.dv),
             lse: part(saved.lse, h, p.t),
             d_o: part(d_o, h, p.t * p.dv),
@@ -130,8 +132,10 @@ pub fn attention_backward<F: Float, B: Backend<F>>(
     Ok(())
 }
 
-/// One head's saved forward outputs and output gradient.
+/// One head's keys and values (its kv head's), saved forward outputs and output gradient.
 struct Head<'a, F> {
+    k: &'a [F],
+    v: &'a [F],
     o: &'a [F],
     lse: &'a [F],
     d_o: &'a [F],
@@ -162,7 +166,7 @@ fn backward_tile<F: Float, B: Backend<F>>(
     backend: B,
     p: &Plan<'_, F>,
     (h, t0): (usize, usize),
-    tile: &Tile<'_, F, Contiguous<'_, F>>,
+    tile: &Tile<'_, F>,
     x: &Head<'_, F>,
     out: &mut HeadGrads<'_, F>,
 ) -> F {
@@ -194,55 +198,51 @@ fn backward_tile<F: Float, B: Backend<F>>(
             Norm::Lse(st)
         };
     }
-    let mut sc = [F::ZERO; TQ * BK];
+    // The scores of a block become its probabilities in place (`pb`: 0 outside each row's
+    // span, as the value gradient's product needs).
     let mut pb = [F::ZERO; TQ * BK];
     let mut gb = [F::ZERO; TQ * BK];
     let mut fac = [F::ZERO; TQ * BK];
     tile.for_each_block(|blk| {
         let (u0, u1, w) = (blk.u0, blk.u1, blk.width());
         let n = rows * w;
-        let (Some(sc), Some(pb), Some(gb), Some(fac)) = (
-            sc.get_mut(..n),
-            pb.get_mut(..n),
-            gb.get_mut(..n),
-            fac.get_mut(..n),
-        ) else {
+        let (Some(pb), Some(gb), Some(fac)) = (pb.get_mut(..n), gb.get_mut(..n), fac.get_mut(..n))
+        else {
             return;
         };
-        tile.scores(backend, blk, sc, Some(&mut *fac));
-        let vb = keys_of(tile.keys.v, u0, u1, dvw);
+        tile.scores(backend, blk, pb, Some(&mut *fac));
+        let vb = keys_of(x.v, u0, u1, dvw);
         within::matmul_nt(do_tile, vb, dvw, gb);
-        pb.fill(F::ZERO);
-        for ((((srow, prow), grow), frow), (runs, (&dr, nr))) in chunks_mut(sc, w.max(1))
-            .zip(chunks_mut(pb, w.max(1)))
+        for (((prow, grow), frow), (runs, (&dr, nr))) in chunks_mut(pb, w.max(1))
             .zip(chunks_mut(gb, w.max(1)))
             .zip(chunks_mut(fac, w.max(1)))
             .zip(blk.spans.iter().zip(dd.iter().zip(norm.iter())))
         {
             let Some(runs) = runs else {
+                prow.fill(F::ZERO);
                 grow.fill(F::ZERO);
                 continue;
             };
             let (f, l) = runs.span();
             let (a, b) = ((f - u0) as usize, (l - u0) as usize);
-            let (Some(s_span), Some(p_span), Some(f_span)) =
-                (srow.get_mut(a..b), prow.get_mut(a..b), frow.get_mut(a..b))
-            else {
+            let (Some(p_span), Some(f_span)) = (prow.get_mut(a..b), frow.get_mut(a..b)) else {
+                prow.fill(F::ZERO);
+                grow.fill(F::ZERO);
                 continue;
             };
             match nr {
-                Norm::Lse(st) => {
-                    for (pj, &sj) in p_span.iter_mut().zip(s_span.iter()) {
-                        *pj = sj;
-                    }
-                    st.probs_in_place(p_span);
-                }
-                Norm::Empty => {}
+                Norm::Lse(st) => st.probs_in_place(p_span),
+                Norm::Empty => p_span.fill(F::ZERO),
                 Norm::Limit(inv_k) => {
-                    for (pj, &sj) in p_span.iter_mut().zip(s_span.iter()) {
-                        *pj = if sj == F::INFINITY { *inv_k } else { F::ZERO };
+                    for pj in p_span.iter_mut() {
+                        *pj = if *pj == F::INFINITY { *inv_k } else { F::ZERO };
                     }
                     f_span.fill(F::ZERO);
+                }
+            }
+            for (j, pj) in prow.iter_mut().enumerate() {
+                if j < a || j >= b {
+                    *pj = F::ZERO;
                 }
             }
             // g = p·(dP − D)·scale·cap' (0 wherever p is 0: masked keys, underflow).
@@ -268,7 +268,7 @@ fn backward_tile<F: Float, B: Backend<F>>(
                 let gs = grow
                     .get((f - u0) as usize..(l - u0) as usize)
                     .unwrap_or(&[]);
-                within::matmul_nn(gs, keys_of(tile.keys.k, f, l, d), gs.len(), d, dq_r, true);
+                within::matmul_nn(gs, keys_of(x.k, f, l, d), gs.len(), d, dq_r, true);
             }
         }
         // dk_j += Σ_t g_tj q_t, dv_j += Σ_t p_tj dO_t (rows in order).
@@ -301,11 +301,7 @@ fn backward_tile<F: Float, B: Backend<F>>(
 
 /// The number of scores equal to `+inf` among the allowed keys of row `r` of a tile.
 #[inline(never)]
-fn count_pos_inf<F: Float, B: Backend<F>>(
-    backend: B,
-    tile: &Tile<'_, F, Contiguous<'_, F>>,
-    r: usize,
-) -> u64 {
+fn count_pos_inf<F: Float, B: Backend<F>>(backend: B, tile: &Tile<'_, F>, r: usize) -> u64 {
     let one = tile.one_row(r);
     let mut buf = [F::ZERO; BK];
     let mut k = 0u64;

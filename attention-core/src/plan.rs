@@ -355,3 +355,47 @@ pub(crate) fn keys_of<T>(x: &[T], a: u64, b: u64, width: usize) -> &[T] {
         _ => &[],
     }
 }
+
+/// Where the decoder's cache keeps each position: without a window, position `p` in slot `p`;
+/// with one, the first `sinks` positions in slots `0..sinks` and every later position in a ring
+/// of `size` slots after them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlotMap {
+    /// `(sinks, size)` of the window, if any.
+    pub(crate) ring: Option<(u64, u64)>,
+}
+
+impl SlotMap {
+    /// The slot of position `pos`.
+    #[inline(always)]
+    pub(crate) fn slot(&self, pos: u64) -> u64 {
+        match self.ring {
+            Some((sinks, size)) if pos >= sinks => {
+                sinks + (pos - sinks).checked_rem(size).unwrap_or(0)
+            }
+            _ => pos,
+        }
+    }
+
+    /// How many positions from `pos` on lie in consecutive slots.
+    #[inline(always)]
+    fn contiguous(&self, pos: u64) -> u64 {
+        match self.ring {
+            Some((sinks, size)) => sinks.saturating_add(size).saturating_sub(self.slot(pos)),
+            None => u64::MAX,
+        }
+    }
+
+    /// Calls `f(first position, first slot, count)` for the runs of consecutive slots that hold
+    /// the positions `[a, b)`, in order (at most two for the positions a query may see: the
+    /// window's ring wraps at most once within them).
+    #[inline(always)]
+    pub(crate) fn for_each_run(&self, (a, b): (u64, u64), mut f: impl FnMut(u64, usize, usize)) {
+        let mut pos = a;
+        while pos < b {
+            let n = (b - pos).min(self.contiguous(pos)).max(1);
+            f(pos, self.slot(pos) as usize, n as usize);
+            pos += n;
+        }
+    }
+}

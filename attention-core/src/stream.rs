@@ -10,7 +10,7 @@ use softmax_core::{simd, Float};
 use crate::error::Error;
 use crate::math::alibi_slope;
 use crate::options::{DecodeOptions, Output};
-use crate::plan::{check_heads, check_len, mul, part, part_mut, resolve_scale, Rule};
+use crate::plan::{check_heads, check_len, mul, part, part_mut, resolve_scale, Rule, SlotMap};
 use crate::state::QueryState;
 use crate::tile::{tiles, Keys, Mods, Row, Tile, TQ};
 
@@ -107,26 +107,11 @@ impl Ring {
         }
     }
 
-    /// The slot of the token at absolute position `pos` (sinks first, then the ring).
+    /// Where each position's slot is.
     #[inline(always)]
-    fn slot(&self, pos: u64) -> u64 {
-        match self.window {
-            Some(w) if pos >= w.sinks as u64 => {
-                w.sinks as u64
-                    + (pos - w.sinks as u64)
-                        .checked_rem(w.size as u64)
-                        .unwrap_or(0)
-            }
-            _ => pos,
-        }
-    }
-
-    /// How many positions from `pos` on lie in consecutive slots.
-    #[inline(always)]
-    fn contiguous(&self, pos: u64) -> u64 {
-        match self.window {
-            Some(w) => (w.tokens() as u64).saturating_sub(self.slot(pos)),
-            None => u64::MAX,
+    fn slots(&self) -> SlotMap {
+        SlotMap {
+            ring: self.window.map(|w| (w.sinks as u64, w.size as u64)),
         }
     }
 
@@ -143,7 +128,7 @@ impl Ring {
         if self.held(n) > self.cap as u64 {
             return Err(Error::CacheFull { capacity: self.cap });
         }
-        let slot = self.slot(self.len) as usize;
+        let slot = self.slots().slot(self.len) as usize;
         for (g, (kn, vn)) in chunks(k, self.d.max(1))
             .zip(chunks(v, self.dv.max(1)))
             .enumerate()
@@ -215,10 +200,10 @@ impl Ring {
         } = out;
         o.fill(F::ZERO);
         for g in 0..self.hkv {
-            let keys = Slots {
+            let keys = Keys::Slots {
                 k: part(ks, g, self.cap * d),
                 v: part(vs, g, self.cap * dv),
-                ring: self,
+                map: self.slots(),
             };
             let q_g = part(q, g, group * d);
             let o_g = part_mut(o, g, group * dv);
@@ -265,39 +250,6 @@ impl Ring {
             );
         }
         Ok(())
-    }
-
-    /// Calls `f(first position, first slot, count)` for the runs of consecutive slots that hold
-    /// the positions `[a, b)` (at most two: the ring wraps at most once within a block).
-    #[inline(always)]
-    fn for_each_slot_run(&self, (a, b): (u64, u64), mut f: impl FnMut(u64, usize, usize)) {
-        let mut pos = a;
-        while pos < b {
-            let n = (b - pos).min(self.contiguous(pos)).max(1);
-            f(pos, self.slot(pos) as usize, n as usize);
-            pos += n;
-        }
-    }
-}
-
-/// One kv head's cached keys and values as a key source: positions map to slots (sinks first,
-/// then the ring), runs of consecutive slots as pieces.
-#[derive(Clone, Copy)]
-struct Slots<'a, F> {
-    k: &'a [F],
-    v: &'a [F],
-    ring: &'a Ring,
-}
-
-impl<F> Keys<F> for Slots<'_, F> {
-    #[inline(always)]
-    fn pieces(&self, a: u64, b: u64, mut f: impl FnMut(u64, &[F], &[F])) {
-        let (d, dv) = (self.ring.d, self.ring.dv);
-        self.ring.for_each_slot_run((a, b), |pos0, slot0, n| {
-            let kr = self.k.get(slot0 * d..(slot0 + n) * d).unwrap_or(&[]);
-            let vr = self.v.get(slot0 * dv..(slot0 + n) * dv).unwrap_or(&[]);
-            f(pos0, kr, vr);
-        });
     }
 }
 

@@ -2,7 +2,7 @@
 //! [key source](Keys), block by block ([`BK`] keys on a fixed grid).
 //!
 //! The full computation and the streaming decoder run this same code; they differ only in where
-//! the keys live ([`Contiguous`] buffers, or the decoder's ring of cache slots) and in what the
+//! the keys live (contiguous buffers, or the decoder's ring of cache slots) and in what the
 //! rows of a tile are (consecutive queries of one head, or the query heads that share a kv head
 //! at the newest position). The backward pass shares the block walk and the score step
 //! ([`Tile::scores`]). Every path therefore folds the same scores, in the same blocks, into the
@@ -14,7 +14,7 @@ use softmax_core::linalg::within;
 use softmax_core::{special, Float};
 
 use crate::options::Qkv;
-use crate::plan::{for_each_block, from_u64, keys_of, part, Allowed, Plan, Runs};
+use crate::plan::{for_each_block, from_u64, keys_of, part, Allowed, Plan, Runs, SlotMap};
 use crate::state::QueryState;
 
 /// Keys per block. Blocks sit on a fixed grid of key positions (`g·BK .. (g+1)·BK`), the same
@@ -27,7 +27,11 @@ pub(crate) const BK: usize = 128;
 /// Queries per tile: they share every load of a key block in the score product. Any value
 /// gives the same bits (each query's arithmetic does not depend on its neighbours); one on
 /// 32-bit targets, where the tile's scores live on a small stack (`TQ·BK` values, four such
-/// buffers in the backward pass).
+/// buffers in the backward pass). There (microcontrollers) [`Tile::scores`] is out of line, one
+/// copy shared by the forward pass and the backward pass, and with one row per tile the
+/// branches for several rows are compiled out ([`MULTI`]); on 64-bit targets it is inlined
+/// into each entry point's dispatched region (softmax-core's `simd::dispatch`), so that it runs
+/// at the level the region chose, as [`Tile::fold`] is everywhere.
 pub(crate) const TQ: usize = if cfg!(target_pointer_width = "64") {
     8
 } else {
@@ -40,9 +44,12 @@ pub(crate) fn tiles(n: usize) -> impl Iterator<Item = (usize, usize)> {
     (0..n).step_by(TQ).map(move |r0| (r0, TQ.min(n - r0)))
 }
 
+/// Whether a tile can hold more than one row (not on 32-bit targets).
+pub(crate) const MULTI: bool = TQ > 1;
+
 /// The scratch of a product whose columns are not a whole block row (only a tile of several
 /// rows needs it: one row's columns are contiguous in the block's scores).
-const GATHER: usize = if TQ > 1 { TQ * BK } else { 0 };
+const GATHER: usize = if MULTI { TQ * BK } else { 0 };
 
 /// The score modifiers of one query row.
 #[derive(Clone, Copy, Debug)]
@@ -144,30 +151,37 @@ pub(crate) fn softcap_slope<F: Float, B: Backend<F>>(z: F, c: F) -> F {
     four * e / (d * d)
 }
 
-/// Where a tile's keys and values live.
-pub(crate) trait Keys<F> {
-    /// Calls `f(first key, K rows, V rows)` for the runs of consecutive storage that hold the
-    /// keys `[a, b)`, in ascending order.
-    fn pieces(&self, a: u64, b: u64, f: impl FnMut(u64, &[F], &[F]));
-}
-
-/// Keys and values in one buffer each, key `j` at row `j`: the full computation's.
+/// Where a tile's keys and values live: key `j`'s `K` row and `V` row.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Contiguous<'a, F> {
-    pub(crate) k: &'a [F],
-    pub(crate) v: &'a [F],
-    pub(crate) d: usize,
-    pub(crate) dv: usize,
+pub(crate) enum Keys<'a, F> {
+    /// One buffer each, key `j` at row `j`: the full computation's.
+    Contiguous { k: &'a [F], v: &'a [F] },
+    /// The decoder's cache of one kv head: position `j` at row `map.slot(j)`.
+    Slots {
+        k: &'a [F],
+        v: &'a [F],
+        map: SlotMap,
+    },
 }
 
-impl<F> Keys<F> for Contiguous<'_, F> {
+impl<F> Keys<'_, F> {
+    /// Calls `f(first key, K rows, V rows)` for the runs of consecutive rows that hold the
+    /// keys `[a, b)`, in ascending order (`d` and `dv` the widths of a `K` and a `V` row).
     #[inline(always)]
-    fn pieces(&self, a: u64, b: u64, mut f: impl FnMut(u64, &[F], &[F])) {
-        f(
-            a,
-            keys_of(self.k, a, b, self.d),
-            keys_of(self.v, a, b, self.dv),
-        );
+    fn pieces(
+        &self,
+        (a, b): (u64, u64),
+        (d, dv): (usize, usize),
+        mut f: impl FnMut(u64, &[F], &[F]),
+    ) {
+        match *self {
+            Keys::Contiguous { k, v } => f(a, keys_of(k, a, b, d), keys_of(v, a, b, dv)),
+            Keys::Slots { k, v, map } => map.for_each_run((a, b), |pos0, slot0, n| {
+                let kr = k.get(slot0 * d..(slot0 + n) * d).unwrap_or(&[]);
+                let vr = v.get(slot0 * dv..(slot0 + n) * dv).unwrap_or(&[]);
+                f(pos0, kr, vr);
+            }),
+        }
     }
 }
 
@@ -179,8 +193,8 @@ pub(crate) struct Block {
     /// The union of the rows' spans: the columns of the block's scores.
     pub(crate) u0: u64,
     pub(crate) u1: u64,
-    /// The runs, when every row has the same (the decoder's rows always do).
-    shared: Option<Runs>,
+    /// The tile's rows (the first `rows` spans).
+    rows: usize,
 }
 
 impl Block {
@@ -189,12 +203,24 @@ impl Block {
     pub(crate) fn width(&self) -> usize {
         (self.u1 - self.u0) as usize
     }
+
+    /// The runs, when every row has the same (the decoder's rows always do).
+    #[inline(always)]
+    fn shared(&self) -> Option<Runs> {
+        let first = self.spans[0];
+        let same = self.spans.iter().take(self.rows).all(|s| *s == first);
+        if same {
+            first
+        } else {
+            None
+        }
+    }
 }
 
 /// A tile of query rows against a key source.
-pub(crate) struct Tile<'a, F, K> {
+pub(crate) struct Tile<'a, F> {
     /// Where the keys and values live.
-    pub(crate) keys: K,
+    pub(crate) keys: Keys<'a, F>,
     /// The rows' queries, `rows × d`.
     pub(crate) q: &'a [F],
     pub(crate) d: usize,
@@ -205,34 +231,19 @@ pub(crate) struct Tile<'a, F, K> {
     pub(crate) koff: u64,
     rows: usize,
     row: [Row<'a, F>; TQ],
-    union: Allowed,
 }
 
-impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
+impl<'a, F: Float> Tile<'a, F> {
     /// A tile of `rows` (at least 1, at most [`TQ`]) query rows, `row(r)` describing row `r`.
     #[inline(always)]
     pub(crate) fn new(
-        (keys, q, d, dv): (K, &'a [F], usize, usize),
+        (keys, q, d, dv): (Keys<'a, F>, &'a [F], usize, usize),
         (range, koff): ((u64, u64), u64),
         rows: usize,
         row: impl Fn(usize) -> Row<'a, F>,
     ) -> Self {
         let rows = rows.clamp(1, TQ);
         let row: [Row<'a, F>; TQ] = core::array::from_fn(|r| row(r.min(rows - 1)));
-        let mut union = Allowed {
-            s0: range.0,
-            s1: range.0,
-            m0: u64::MAX,
-            m1: 0,
-        };
-        for r in row.iter().take(rows) {
-            let a = r.allowed;
-            union.s1 = union.s1.max(a.s1);
-            if a.m0 < a.m1 {
-                union.m0 = union.m0.min(a.m0);
-                union.m1 = union.m1.max(a.m1);
-            }
-        }
         Tile {
             keys,
             q,
@@ -242,8 +253,27 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
             koff,
             rows,
             row,
-            union,
         }
+    }
+
+    /// The union of the rows' allowed keys (what the block walk covers).
+    #[inline(always)]
+    fn union(&self) -> Allowed {
+        let mut union = Allowed {
+            s0: self.range.0,
+            s1: self.range.0,
+            m0: u64::MAX,
+            m1: 0,
+        };
+        for r in self.row.iter().take(self.rows) {
+            let a = r.allowed;
+            union.s1 = union.s1.max(a.s1);
+            if a.m0 < a.m1 {
+                union.m0 = union.m0.min(a.m0);
+                union.m1 = union.m1.max(a.m1);
+            }
+        }
+        union
     }
 
     /// The number of query rows.
@@ -254,10 +284,7 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
 
     /// Row `r` alone, as a tile of one row.
     #[inline(always)]
-    pub(crate) fn one_row(&self, r: usize) -> Self
-    where
-        K: Copy,
-    {
+    pub(crate) fn one_row(&self, r: usize) -> Self {
         let d = self.d;
         let q = self.q.get(r * d..(r + 1) * d).unwrap_or(&[]);
         let row = self.row.get(r).copied().unwrap_or(self.row[0]);
@@ -273,7 +300,7 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
     #[inline(always)]
     pub(crate) fn for_each_block(&self, mut f: impl FnMut(&Block)) {
         let rows = self.rows;
-        for_each_block(&self.union, BK as u64, self.range, |g0, g1| {
+        for_each_block(&self.union(), BK as u64, self.range, |g0, g1| {
             let mut spans = [None; TQ];
             let (mut u0, mut u1) = (u64::MAX, 0u64);
             for (sp, r) in spans.iter_mut().zip(self.row.iter()).take(rows) {
@@ -284,19 +311,12 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
                     u1 = u1.max(b);
                 }
             }
-            let first = spans[0];
-            let shared = spans
-                .iter()
-                .take(rows)
-                .all(|s| *s == first)
-                .then_some(first)
-                .flatten();
             if u0 < u1 {
                 f(&Block {
                     spans,
                     u0,
                     u1,
-                    shared,
+                    rows,
                 });
             }
         });
@@ -307,7 +327,8 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
     /// each row's modifiers and masks over its own span ([`Row::finalize`]; with `fac`, the
     /// derivative of each score with respect to its dot product, likewise). Columns outside a
     /// row's span are left as they are.
-    #[inline(always)]
+    #[cfg_attr(target_pointer_width = "64", inline(always))]
+    #[cfg_attr(not(target_pointer_width = "64"), inline(never))]
     pub(crate) fn scores<B: Backend<F>>(
         &self,
         backend: B,
@@ -320,12 +341,12 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
             return;
         };
         let mut product = |a: u64, b: u64| {
-            self.keys.pieces(a, b, |p0, kr, _| {
+            self.keys.pieces((a, b), (d, self.dv), |p0, kr, _| {
                 let n = kr.len().checked_div(d).unwrap_or(0);
                 let c0 = (p0 - blk.u0) as usize;
                 if n == w {
                     within::matmul_nt(self.q, kr, d, sc);
-                } else if rows == 1 {
+                } else if !MULTI || rows == 1 {
                     if let Some(dst) = sc.get_mut(c0..c0 + n) {
                         within::matmul_nt(self.q, kr, d, dst);
                     }
@@ -345,7 +366,7 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
                 }
             });
         };
-        match blk.shared {
+        match blk.shared() {
             Some(runs) => {
                 for (a, b) in runs.iter() {
                     product(a, b);
@@ -403,16 +424,16 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
                 let n = s.len();
                 st.step(s, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
             }
-            match blk.shared {
+            match blk.shared() {
                 Some(runs) => {
                     for (a, b) in runs.iter() {
-                        self.keys.pieces(a, b, |p0, _, vr| {
+                        self.keys.pieces((a, b), (self.d, dv), |p0, _, vr| {
                             let n = vr.len().checked_div(dv).unwrap_or(0);
                             let c0 = (p0 - blk.u0) as usize;
                             let acc = acc.get_mut(..rows * dv).unwrap_or(&mut []);
                             if n == w {
                                 within::matmul_nn(sc, vr, n, dv, acc, true);
-                            } else if rows == 1 {
+                            } else if !MULTI || rows == 1 {
                                 let wr = sc.get(c0..c0 + n).unwrap_or(&[]);
                                 within::matmul_nn(wr, vr, n, dv, acc, true);
                             } else {
@@ -438,7 +459,7 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
                             continue;
                         };
                         for (a, b) in runs.iter() {
-                            self.keys.pieces(a, b, |p0, _, vr| {
+                            self.keys.pieces((a, b), (self.d, dv), |p0, _, vr| {
                                 let n = vr.len().checked_div(dv).unwrap_or(0);
                                 let c0 = (p0 - blk.u0) as usize;
                                 let wr = srow.get(c0..c0 + n).unwrap_or(&[]);
@@ -452,7 +473,7 @@ impl<'a, F: Float, K: Keys<F>> Tile<'a, F, K> {
     }
 }
 
-impl<'a, F: Float> Tile<'a, F, Contiguous<'a, F>> {
+impl<'a, F: Float> Tile<'a, F> {
     /// Query `t` of head `h` as a row of a tile over the keys `range`: its allowed keys, its
     /// score modifiers, and its rows of the bias and the keep-mask.
     #[inline(always)]
@@ -485,11 +506,9 @@ impl<'a, F: Float> Tile<'a, F, Contiguous<'a, F>> {
         let g = h.checked_div(p.group).unwrap_or(0);
         let (d, dv, s) = (p.d, p.dv, p.s);
         let q_h = part(x.q, h, p.t * d);
-        let keys = Contiguous {
+        let keys = Keys::Contiguous {
             k: part(x.k, g, s * d),
             v: part(x.v, g, s * dv),
-            d,
-            dv,
         };
         let q = q_h.get(t0 * d..(t0 + rows) * d).unwrap_or(&[]);
         Tile::new((keys, q, d, dv), (range, p.koff()), rows, |r| {

@@ -105,15 +105,16 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
     /// assert!((a - (-2.0f64).exp()).abs() < 1e-16);
     /// assert_eq!(b, [1.0]);
     /// ```
-    #[inline]
+    #[cfg_attr(softmax_dispatch, inline)]
+    #[cfg_attr(not(softmax_dispatch), inline(never))]
     pub fn update(&mut self, scores: &mut [F]) -> F {
         let st = *self;
         let (next, alpha) = crate::simd::exec(
             #[inline(always)]
-            || st.update_in(scores, false),
+            || st.update_in(scores),
         );
         *self = next;
-        alpha.value()
+        alpha
     }
 
     /// Folds in one more candidate score `z` that carries no value: a sink logit (gpt-oss,
@@ -143,25 +144,32 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
     /// ```
     #[inline]
     pub fn update_sink(&mut self, z: F) -> (F, Rescale<F>) {
+        let m_old = self.m;
         let mut s = [z];
-        let (next, alpha) = self.update_in(&mut s, true);
-        *self = next;
-        (s[0], alpha)
+        let alpha = self.update(&mut s);
+        // The sum took α as `update` gives it (0 below 2^-92, where `α·sum` is far below the
+        // sink's own term 1); the accumulators take it without underflow.
+        let rescale = if m_old.is_finite() && z.is_finite() && z > m_old {
+            let (h, l) = Unit.shift(m_old, z);
+            Rescale::exp::<B>(h, l)
+        } else {
+            Rescale::of(alpha)
+        };
+        (s[0], rescale)
     }
 
-    /// The step of [`update`](Self::update) (`exact = false`, the rescale as `exp_pow2` gives
-    /// it) and [`update_sink`](Self::update_sink) (`exact`, without underflow).
+    /// The step of [`update`](Self::update).
     #[inline(always)]
-    fn update_in(self, scores: &mut [F], exact: bool) -> (Self, Rescale<F>) {
+    fn update_in(self, scores: &mut [F]) -> (Self, F) {
         let sc = kernel::scan(kernel::Plain(scores));
         if sc.nan || self.m.is_nan() {
             scores.fill(F::NAN);
-            return (Self::poisoned(), Rescale::of(F::NAN));
+            return (Self::poisoned(), F::NAN);
         }
         let m_new = select(sc.max > self.m, sc.max, self.m);
         if m_new == F::NEG_INFINITY {
             scores.fill(F::ZERO);
-            return (self, Rescale::of(F::ONE));
+            return (self, F::ONE);
         }
         if m_new == F::INFINITY {
             let mut k = 0usize;
@@ -185,23 +193,18 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
                     m: F::INFINITY,
                     ..next
                 },
-                Rescale::of(alpha),
+                alpha,
             );
         }
         // Finite m': α from the exact shift, the weights as in every kernel.
-        let rescale = if self.m == F::NEG_INFINITY {
-            Rescale::of(F::ZERO)
+        let alpha = if self.m == F::NEG_INFINITY {
+            F::ZERO
         } else if self.m == m_new {
-            Rescale::of(F::ONE)
+            F::ONE
         } else {
             let (h, l) = Unit.shift(self.m, m_new);
-            if exact {
-                Rescale::exp::<B>(h, l)
-            } else {
-                Rescale::of(B::exp_pow2(h, l, 0))
-            }
+            B::exp_pow2(h, l, 0)
         };
-        let alpha = rescale.value();
         let mut sum = TermSum::new();
         for block in scores.chunks_mut(kernel::TERM_BLOCK) {
             for s in block.iter_mut() {
@@ -220,7 +223,7 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
                 lo,
                 backend: PhantomData,
             },
-            rescale,
+            alpha,
         )
     }
 

@@ -353,7 +353,11 @@ fn edge_semantics_are_the_crates() {
         Err(Error::FastSpec)
     );
     assert_eq!(
-        fast::softmax(&[1.0, 2.0], &mut y, &softmax_core::Rows::new(2).with_temperature(0.0)),
+        fast::softmax(
+            &[1.0, 2.0],
+            &mut y,
+            &softmax_core::Rows::new(2).with_temperature(0.0)
+        ),
         Err(Error::InvalidTemperature)
     );
     assert_eq!(

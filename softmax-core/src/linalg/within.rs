@@ -6,6 +6,9 @@
 //! bounds, never panicking). They run at the machine-code level of their caller: call them
 //! inside [`simd::dispatch`](crate::simd::dispatch) (on x86_64 the f32 `matmul_nt` and
 //! `matmul_nn` take their hand-scheduled AVX2 copy whenever the CPU has AVX2, inside or out).
+//! In builds without runtime dispatch (microcontrollers, debug builds) each is one out-of-line
+//! function per element type, shared by every caller; in x86_64 release builds they are
+//! inlined into the caller's dispatched region.
 //!
 //! # Examples
 //!
@@ -33,7 +36,8 @@ use crate::float::Float;
 /// ```
 /// assert_eq!(softmax_core::linalg::within::dot(&[1.0f64, 2.0], &[3.0, 4.0]), 11.0);
 /// ```
-#[inline(always)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub fn dot<F: Float>(a: &[F], b: &[F]) -> F {
     let n = a.len().min(b.len());
     portable::dot(a.get(..n).unwrap_or(&[]), b.get(..n).unwrap_or(&[]))
@@ -49,7 +53,8 @@ pub fn dot<F: Float>(a: &[F], b: &[F]) -> F {
 /// softmax_core::linalg::within::matmul_nt(&[1.0, 2.0], &[3.0, 4.0], 2, &mut c);
 /// assert_eq!(c, [11.0]);
 /// ```
-#[inline(always)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
     #[cfg(softmax_dispatch)]
     if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
@@ -70,7 +75,8 @@ pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
 /// softmax_core::linalg::within::matmul_nn(&[2.0], &[3.0, 4.0], 1, 2, &mut c, true);
 /// assert_eq!(c, [7.0, 9.0]);
 /// ```
-#[inline(always)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub fn matmul_nn<F: Float>(a: &[F], b: &[F], n: usize, k: usize, c: &mut [F], accumulate: bool) {
     #[cfg(softmax_dispatch)]
     if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
@@ -91,7 +97,8 @@ pub fn matmul_nn<F: Float>(a: &[F], b: &[F], n: usize, k: usize, c: &mut [F], ac
 /// softmax_core::linalg::within::matmul_tn(&[1.0, 2.0], &[3.0, 4.0], 2, 1, &mut c, false);
 /// assert_eq!(c, [3.0, 6.0]);
 /// ```
-#[inline(always)]
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
 pub fn matmul_tn<F: Float>(a: &[F], b: &[F], m: usize, k: usize, c: &mut [F], accumulate: bool) {
     portable::matmul_tn(a, b, m, k, c, accumulate)
 }
