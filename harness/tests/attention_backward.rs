@@ -422,16 +422,7 @@ fn sink_logits_far_above_every_score_keep_their_gradients() {
     for gap in [60.0, 80.0, 100.0, 200.0] {
         for (causal, combo) in [(0u8, 0u32), (1, 4 | 8 | 16), (2, 32), (1, 1)] {
             let mut c = random_case(&mut rng, causal, combo, 140);
-            let z = (0..c.heads)
-                .map(|h| {
-                    let top = (0..c.t)
-                        .flat_map(|t| c.row_scores(h, t).s)
-                        .flatten()
-                        .fold(f64::NEG_INFINITY, f64::max);
-                    ((top.max(-1e3) + gap) as f32) as f64
-                })
-                .collect();
-            c.sink_logits = Some(z);
+            c.set_sinks_above_scores(gap);
             let d_o = d_out(&mut rng, &c);
             let r = backward(&c, &d_o);
             tiny +=

@@ -304,21 +304,6 @@ fn long_rows_and_tiles_match_the_reference() {
     eprintln!("long rows: worst error / bound {worst:.3}");
 }
 
-/// Sets every head's sink logit `gap` above the largest score of any of its queries (a value
-/// exact in f32).
-fn sink_above_scores(c: &mut Case, gap: f64) {
-    let z = (0..c.heads)
-        .map(|h| {
-            let top = (0..c.t)
-                .flat_map(|t| c.row_scores(h, t).s)
-                .flatten()
-                .fold(f64::NEG_INFINITY, f64::max);
-            ((top.max(-1e3) + gap) as f32) as f64
-        })
-        .collect();
-    c.sink_logits = Some(z);
-}
-
 /// The sink-logit underflow (regression): a sink logit 60, 80, 100 or 200 above every score
 /// leaves the keys a tiny total weight, `e^-60` .. `e^-200`, whose outputs are still
 /// representable (f32 down to `e^-103`, f64 always). The full pass, the partial passes with their
@@ -345,7 +330,7 @@ fn sink_logits_far_above_every_score_keep_the_keys_part() {
             }
             c.window = window;
             c.sinks = sinks;
-            sink_above_scores(&mut c, gap);
+            c.set_sinks_above_scores(gap);
             let r = forward(&c);
             let what = format!("gap {gap}");
             worst = worst.max(check::<f32>(&c, false, &what));
@@ -452,7 +437,7 @@ fn check_stream(c: &Case, what: &str) {
     c.bias = None;
     let mut rng = Rng(c.s as u64);
     c.q = (0..c.heads * c.t * c.d).map(|_| rng.val(2.0)).collect();
-    sink_above_scores(&mut c, 100.0);
+    c.set_sinks_above_scores(100.0);
     let (full, _, _) = run::<f32>(&c, false).unwrap();
     let cv = |x: &[f64]| x.iter().map(|&v| v as f32).collect::<Vec<f32>>();
     let (q, k, v) = (cv(&c.q), cv(&c.k), cv(&c.v));

@@ -137,6 +137,21 @@ impl Case {
         true
     }
 
+    /// Sets every head's sink logit `gap` above the largest score of any of its queries (a
+    /// value exact in f32): the case of the sink-logit underflow.
+    pub fn set_sinks_above_scores(&mut self, gap: f64) {
+        let z = (0..self.heads)
+            .map(|h| {
+                let top = (0..self.t)
+                    .flat_map(|t| self.row_scores(h, t).s)
+                    .flatten()
+                    .fold(f64::NEG_INFINITY, f64::max);
+                ((top.max(-1e3) + gap) as f32) as f64
+            })
+            .collect();
+        self.sink_logits = Some(z);
+    }
+
     pub fn row_scores(&self, h: usize, t: usize) -> RowScores {
         let g = self.kv(h);
         let slopes = alibi_slopes(self.heads);
