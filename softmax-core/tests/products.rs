@@ -5,7 +5,9 @@
 //!
 //! Run it in release too (`cargo test --release -p softmax-core --test products`, as CI does):
 //! only builds without debug assertions compile the wider copies, among them the hand-scheduled
-//! AVX2 products of `simd`, so that is where this compares them with the portable code.
+//! AVX2 products (`softmax-core/src/linalg/avx2.rs`), so that is where this compares them with
+//! the portable code. The checked functions run `linalg::within`'s products, the forms attention-core
+//! and loss-core call.
 
 use softmax_core::linalg;
 
