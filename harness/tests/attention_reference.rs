@@ -357,6 +357,30 @@ fn sink_logits_far_above_every_score_keep_the_keys_part() {
     );
 }
 
+/// Values near the largest float with a sink logit above the scores: the rescale of the
+/// accumulator is applied before the final `1/sum`, so it must not overflow where the output
+/// does not (a factor above 1 there turned `3e38·0.33` into `inf`). Each output within the
+/// forward bound of the reference, the decoder equal to the full pass.
+#[test]
+fn sink_logits_with_values_near_the_largest_float() {
+    for &v in &[2e38f64, 3e38, 3.4e38, -3.4e38] {
+        for &gap in &[0.3f64, 0.7, 1.0, 5.0, 70.0, 100.0] {
+            let mut c = tiny(3, 3);
+            c.heads = 1;
+            c.q = vec![0.0; 3 * 2];
+            // One large value per column, so that no accumulator overflows by itself (a sum of
+            // several values near MAX overflows with or without a sink: the limit of f32).
+            c.v = vec![v, v / 4.0, 0.0, -v / 4.0, 0.0, 0.0];
+            c.causal = 1;
+            c.set_sinks_above_scores(gap);
+            check::<f32>(&c, false, &format!("v {v:e} gap {gap}"));
+            check::<f64>(&c, true, &format!("v {v:e} gap {gap}"));
+            let (o, _, _) = run::<f32>(&c, false).unwrap();
+            assert!(o.iter().all(|x| x.is_finite()), "v {v:e} gap {gap}: {o:?}");
+        }
+    }
+}
+
 /// `attention_partial` over two key ranges (in reverse order, in separate buffers),
 /// `merge_partials`, `attention_finish`: within the forward bound of the reference.
 fn check_split<F: Float>(c: &Case, r: &attention_ref::Out, what: &str)

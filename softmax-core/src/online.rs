@@ -126,7 +126,7 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
     /// outweighed by the new maximum's own key), this `α` never underflows: when the sink lies
     /// far above every score, the accumulated output is tiny but representable, and
     /// [`Rescale::scale`] applies `α` and the final `1/sum` to it with the power of two last.
-    /// Where `α` is a normal number the result is the same bits as `update(&mut [z])`.
+    /// Wherever `update(&mut [z])`'s `α` is not 0, this is that `α` (the same bits).
     ///
     /// # Examples
     ///
@@ -147,9 +147,11 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
         let m_old = self.m;
         let mut s = [z];
         let alpha = self.update(&mut s);
-        // The sum took α as `update` gives it (0 below 2^-92, where `α·sum` is far below the
-        // sink's own term 1); the accumulators take it without underflow.
-        let rescale = if m_old.is_finite() && z.is_finite() && z > m_old {
+        // `update`'s α is exact to rounding unless it was flushed to 0 (below 2^-92, where
+        // `α·sum` is far below the sink's own term 1, so the sum is right either way); only
+        // then do the accumulators need it apart from its power of two.
+        let flushed = alpha == F::ZERO && m_old.is_finite() && z.is_finite() && z > m_old;
+        let rescale = if flushed {
             let (h, l) = Unit.shift(m_old, z);
             Rescale::exp::<B>(h, l)
         } else {
@@ -369,11 +371,12 @@ impl<F: Float> Rescale<F> {
     }
 
     /// `e^(hi + lo)` for the exact shift `hi + lo < 0`, as `factor·2^n`: `n` an even number
-    /// near `hi·log2 e`, so that `factor` is a normal number (in [0.35, 2.9)) computed by the
-    /// backend's `exp_pow2` exactly as it computes every kernel's terms (rounding `hi·log2 e` the
-    /// same way, since the offset is even), and `factor·2^n` equals `exp_pow2(hi, lo, 0)` bit
-    /// for bit wherever that is a normal number. `α` is 0 when `hi` is so far below zero that
-    /// `α` times any finite value underflows.
+    /// just above `hi·log2 e`, so that `factor` is a normal number below 1 (in [0.17, 0.71]:
+    /// a product with it cannot overflow), computed by the backend's `exp_pow2` exactly as it
+    /// computes every kernel's terms (rounding `hi·log2 e` the same way, since the offset is
+    /// even; `hi` down to the floor below keeps the Cody–Waite reduction exact, `|n| < 512` in
+    /// f32). `α` is 0 when `hi` is so far below zero that `α` times any finite value
+    /// underflows.
     #[inline(always)]
     fn exp<B: Backend<F>>(hi: F, lo: F) -> Self {
         // Below this, α·MAX < half the smallest subnormal.
@@ -382,7 +385,8 @@ impl<F: Float> Rescale<F> {
         if n < floor {
             return Rescale::of(F::ZERO);
         }
-        let even = n & !1;
+        // n − even ∈ {−2, −1}: e^(hi+lo)·2^−even = e^r·2^(n−even) with e^r < 1.42.
+        let even = (n & !1) + 2;
         Rescale {
             factor: B::exp_pow2(hi, lo, -even),
             exp: even,
