@@ -144,3 +144,47 @@ fn non_finite_inputs_propagate_as_in_the_definition() {
     assert!(c.iter().zip(&want).all(|(x, y)| equal(x, y)));
     assert!(c.iter().any(|x| x.is_nan()) && c.iter().any(|x| x.is_infinite()));
 }
+
+/// `linalg::within` on shapes that do not fit together: the portable loop's partial product at
+/// every level (the AVX2 copies run only on consistent shapes). Small integers keep every sum
+/// exact in f32 and f64, and f64 always runs the portable loop, so the f32 results must equal
+/// the f64 ones whatever level runs the f32 product.
+#[test]
+fn within_products_on_inconsistent_shapes_are_the_portable_loops() {
+    use softmax_core::linalg::within;
+    let ints = |n: usize, s: u64| -> Vec<f64> {
+        (0..n as u64)
+            .map(|i| ((i * 7 + s) % 9) as f64 - 4.0)
+            .collect()
+    };
+    let narrow = |x: &[f64]| x.iter().map(|&v| v as f32).collect::<Vec<f32>>();
+    let wide = |x: &[f32]| x.iter().map(|&v| v as f64).collect::<Vec<f64>>();
+    // (a length, b length, n, k, c length) for C (+)= A·B with something that does not fit.
+    for &(la, lb, n, k, lc) in &[
+        (64usize, 40usize, 8usize, 16usize, 128usize), // b shorter than n·k
+        (64, 128, 8, 16, 100),                         // c shorter than m·k
+        (70, 128, 8, 16, 128),                         // a not whole rows
+        (2 * 130, 130 * 24 + 5, 130, 24, 48),          // b longer
+    ] {
+        let (a, b) = (ints(la, 1), ints(lb, 2));
+        let mut c64 = ints(lc, 3);
+        let mut c32 = narrow(&c64);
+        within::matmul_nn(&a, &b, n, k, &mut c64, true);
+        within::matmul_nn(&narrow(&a), &narrow(&b), n, k, &mut c32, true);
+        assert_eq!(wide(&c32), c64, "matmul_nn {la} {lb} {n} {k} {lc}");
+    }
+    // C = A·Bᵀ with rows of k: a ragged a or b, or a c of the wrong size.
+    for &(la, lb, k, lc) in &[
+        (48usize, 64usize, 16usize, 10usize), // c shorter
+        (50, 64, 16, 12),                     // a ragged
+        (48, 70, 16, 12),                     // b ragged
+        (48, 64, 16, 20),                     // c longer
+    ] {
+        let (a, b) = (ints(la, 4), ints(lb, 5));
+        let mut c64 = ints(lc, 6);
+        let mut c32 = narrow(&c64);
+        within::matmul_nt(&a, &b, k, &mut c64);
+        within::matmul_nt(&narrow(&a), &narrow(&b), k, &mut c32);
+        assert_eq!(wide(&c32), c64, "matmul_nt {la} {lb} {k} {lc}");
+    }
+}

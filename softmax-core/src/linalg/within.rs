@@ -1,9 +1,10 @@
 //! The products without a `Result`: the same arithmetic and the same bits as the checked forms
 //! of [`linalg`](super), for callers that checked their shapes once at their own boundary
 //! and call the products from their inner loops. No shape is checked here and nothing can fail:
-//! where the lengths disagree anyway, a product computes the rows and columns that lie within
-//! every buffer and leaves the rest of its output alone (never reading or writing out of
-//! bounds, never panicking). They run at the machine-code level of their caller: call them
+//! where the lengths disagree anyway, a product runs its portable loop, which computes the rows
+//! and columns that lie within every buffer and leaves the rest of its output alone (never
+//! reading or writing out of bounds, never panicking), the same bits at every level (the AVX2
+//! copies run only on consistent shapes). They run at the machine-code level of their caller: call them
 //! inside [`simd::dispatch`](crate::simd::dispatch) (on x86_64 the f32 `matmul_nt` and
 //! `matmul_nn` take their hand-scheduled AVX2 copy whenever the CPU has AVX2, inside or out).
 //! In builds without runtime dispatch (microcontrollers, debug builds) each is one out-of-line
@@ -58,11 +59,31 @@ pub fn dot<F: Float>(a: &[F], b: &[F]) -> F {
 pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
     #[cfg(softmax_dispatch)]
     if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
-        if super::avx2::matmul_nt(a, b, k, c) {
+        if consistent_nt(a.len(), b.len(), k, c.len()) && super::avx2::matmul_nt(a, b, k, c) {
             return;
         }
     }
     portable::matmul_nt(a, b, k, c)
+}
+
+/// Whether `a` and `b` are whole rows of `k` and `c` holds their `m × n` products.
+#[cfg(softmax_dispatch)]
+#[inline(always)]
+fn consistent_nt(a: usize, b: usize, k: usize, c: usize) -> bool {
+    match (a.checked_div(k), b.checked_div(k)) {
+        (Some(m), Some(n)) => m * k == a && n * k == b && m.checked_mul(n) == Some(c),
+        _ => false,
+    }
+}
+
+/// Whether `a` is whole rows of `n`, `b` is `n × k` and `c` holds the `m × k` result.
+#[cfg(softmax_dispatch)]
+#[inline(always)]
+fn consistent_nn(a: usize, b: usize, n: usize, k: usize, c: usize) -> bool {
+    match a.checked_div(n) {
+        Some(m) => m * n == a && n.checked_mul(k) == Some(b) && m.checked_mul(k) == Some(c),
+        None => false,
+    }
 }
 
 /// `C = A·B`, or `C += A·B` with `accumulate`, as [`linalg::matmul_nn`](super::matmul_nn):
@@ -80,7 +101,9 @@ pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
 pub fn matmul_nn<F: Float>(a: &[F], b: &[F], n: usize, k: usize, c: &mut [F], accumulate: bool) {
     #[cfg(softmax_dispatch)]
     if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
-        if super::avx2::matmul_nn(a, b, n, k, c, accumulate) {
+        if consistent_nn(a.len(), b.len(), n, k, c.len())
+            && super::avx2::matmul_nn(a, b, n, k, c, accumulate)
+        {
             return;
         }
     }
