@@ -11,8 +11,13 @@ fn main() {
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
     let sse2 = features.split(',').any(|f| f == "sse2");
+    // Cargo gives build scripts the package's `debug_assertions` only since 1.93 (before, it
+    // left the variable out); the profile's base tells the rest: `dev` and `test` have debug
+    // assertions, `release` and `bench` not. (A release-based profile that turns debug
+    // assertions on with an older cargo gets the dispatch: longer to compile, the same bits.)
     let debug_assertions = std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some();
-    if arch == "x86_64" && sse2 && !debug_assertions {
+    let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
+    if arch == "x86_64" && sse2 && release && !debug_assertions {
         println!("cargo::rustc-cfg=softmax_dispatch");
     }
 }

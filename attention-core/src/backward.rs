@@ -31,7 +31,8 @@ use crate::tile::{tiles, Tile, BK, TQ};
 ///
 /// Accuracy (f32 against central finite differences of a naive f64 reference,
 /// `harness/tests/attention_backward.rs`): each gradient within `64·u` of the magnitude of the
-/// terms it sums (`u = 2⁻²⁴`).
+/// terms it sums (`u = 2⁻²⁴`), plus half a quantum of the subnormal range (2⁻¹⁵⁰ in f32) per
+/// term where a term or the gradient falls below the smallest normal number.
 ///
 /// # Errors
 ///

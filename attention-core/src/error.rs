@@ -47,8 +47,8 @@ pub enum Error {
     InvalidSoftcap,
     /// The window is 0 (a window of `W` positions needs `W >= 1`).
     InvalidWindow,
-    /// An option the operation does not support (a keep-mask, a bias or top-left causality in
-    /// the streaming decoder; a window or `sinks` that differ from what the cache keeps).
+    /// An option the operation does not support: a sink-logit gradient buffer given to
+    /// [`attention_backward`](crate::attention_backward) without sink logits to differentiate.
     UnsupportedOption {
         /// Which option.
         what: &'static str,

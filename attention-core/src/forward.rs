@@ -33,7 +33,9 @@ use crate::tile::{tiles, Tile, TQ};
 /// Accuracy (f32, `Poly` or `Libm`, measured against a naive f64 reference by
 /// `harness/tests/attention_reference.rs`): each output within `8·u·Σ_j p_j·|v_j|` plus the
 /// dot products' rounding propagated through the softmax (`u = 2⁻²⁴`), `lse` within
-/// `8·u·(1 + |lse|)`, entropy within `16·u·(1 + E_p|s − max s|)`.
+/// `8·u·(1 + |lse|)`, entropy within `16·u·(1 + E_p|s − max s|)`. An output below the
+/// smallest normal number (weights or values near underflow, e.g. behind a sink logit far above
+/// the scores) is rounded absolutely: add one quantum of the subnormal range (2⁻¹⁴⁹ in f32).
 ///
 /// # Errors
 ///

@@ -273,10 +273,34 @@ mod sealed {
 /// Where a [`Cache`] keeps its keys and values: inline arrays whose sizes are const generics
 /// ([`Inline`], the storage of a [`KvCache`]), or buffers the caller lends ([`Borrowed`], the
 /// storage of a [`KvCacheSlice`]). Sealed: these two are the storages there are.
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{Cache, Storage};
+/// // Code generic over either kind of cache.
+/// fn tokens_kept<S: Storage>(c: &Cache<S>) -> usize {
+///     c.cached()
+/// }
+/// let c = attention_core::KvCache::<f32, 1, 8, 4, 4>::new(None)?;
+/// assert_eq!(tokens_kept(&c), 0);
+/// # Ok::<(), attention_core::Error>(())
+/// ```
 pub trait Storage: sealed::Sealed {}
 
 /// The storage of a [`KvCache`]: `HKV` kv heads of `CAP` slots of `D` key and `DV` value
 /// elements, inside the value (`size_of` is constant from the first token to the last).
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{Cache, Inline, KvCache};
+/// // 2 kv heads × 16 slots × (8 + 8) f32: 1,024 bytes of storage.
+/// assert!(core::mem::size_of::<Cache<Inline<f32, 2, 16, 8, 8>>>() >= 1024);
+/// let c: KvCache<f32, 2, 16, 8, 8> = Cache::<Inline<f32, 2, 16, 8, 8>>::new(None)?;
+/// assert_eq!(c.capacity(), 16);
+/// # Ok::<(), attention_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Inline<F, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> {
     k: [[[F; D]; CAP]; HKV],
@@ -307,6 +331,16 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
 }
 
 /// The storage of a [`KvCacheSlice`]: key and value buffers the caller lends.
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{Borrowed, Cache};
+/// let (mut ks, mut vs) = ([0.0f32; 32], [0.0f32; 32]);
+/// let c = Cache::<Borrowed<'_, f32>>::new(&mut ks, &mut vs, 1, 4, 4, None)?;
+/// assert_eq!(c.capacity(), 8); // 32 / (1 kv head × d = 4)
+/// # Ok::<(), attention_core::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Borrowed<'a, F> {
     k: &'a mut [F],
@@ -370,6 +404,17 @@ pub struct Cache<S> {
 /// widths `D` (keys) and `DV` (values), `CAP` token slots, stored inline
 /// (`size_of::<Self>()`, constant from the first token to the last). The methods are
 /// [`Cache`]'s.
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{KvCache, Window};
+/// // 1 kv head, 64 slots, d = dv = 16: 4 sinks and a window of 60 fit exactly.
+/// let mut c = KvCache::<f32, 1, 64, 16, 16>::new(Some(Window::new(60, 4)))?;
+/// c.push(&[0.5; 16], &[1.0; 16])?;
+/// assert_eq!((c.len(), c.capacity()), (1, 64));
+/// # Ok::<(), attention_core::Error>(())
+/// ```
 pub type KvCache<F, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> =
     Cache<Inline<F, HKV, CAP, D, DV>>;
 
@@ -377,6 +422,18 @@ pub type KvCache<F, const HKV: usize, const CAP: usize, const D: usize, const DV
 /// `k_store` holds `kv_heads × capacity × d` values, `v_store` `kv_heads × capacity × dv`
 /// (the capacity is `k_store.len() / (kv_heads·d)`). The methods are [`Cache`]'s: the same
 /// results as a [`KvCache`] of the same sizes.
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::KvCacheSlice;
+/// // Sizes read at run time: 2 kv heads, d = 4, dv = 2, room for 3 tokens.
+/// let (mut ks, mut vs) = (vec![0.0f32; 2 * 3 * 4], vec![0.0f32; 2 * 3 * 2]);
+/// let mut c = KvCacheSlice::new(&mut ks, &mut vs, 2, 4, 2, None)?;
+/// c.push(&[1.0; 8], &[2.0; 4])?;
+/// assert_eq!((c.cached(), c.capacity()), (1, 3));
+/// # Ok::<(), attention_core::Error>(())
+/// ```
 pub type KvCacheSlice<'a, F> = Cache<Borrowed<'a, F>>;
 
 impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usize>

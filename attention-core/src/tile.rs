@@ -479,7 +479,6 @@ impl<'a, F: Float> Tile<'a, F> {
     #[inline(always)]
     fn query_row(p: &Plan<'a, F>, h: usize, t: usize, range: (u64, u64)) -> Row<'a, F> {
         let (s, qp) = (p.s, p.qpos(t));
-        let bias_row = (h * p.t + t) * s;
         Row {
             allowed: p.rule.allowed(qp, p.koff(), s as u64, range),
             mods: Mods {
@@ -488,8 +487,10 @@ impl<'a, F: Float> Tile<'a, F> {
                 slope: p.slope(h),
                 qp,
             },
-            bias: p.bias.and_then(|b| b.get(bias_row..bias_row + s)),
-            keep: p.mask.and_then(|m| m.get(t * s..t * s + s)),
+            // Row `(h·T + t)` of the bias, row `t` of the mask (`part` multiplies checked: the
+            // products were only validated when the option is given).
+            bias: p.bias.map(|b| part(b, (h * p.t).saturating_add(t), s)),
+            keep: p.mask.map(|m| part(m, t, s)),
         }
     }
 

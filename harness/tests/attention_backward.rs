@@ -228,7 +228,6 @@ fn bounds(c: &Case, d_o: &[f64], u: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f
                 // Below the normal range: each output element (rounded absolutely in the
                 // forward pass) times its dO, and each product and sum of D itself.
                 + half_q * (dor.iter().map(|a| a.abs()).sum::<f64>() + 2.0 * dv as f64 + 2.0);
-            let mut gsum = 0.0;
             for j in 0..s_n {
                 let pj = f.p[row * s_n + j];
                 if pj == 0.0 || rs.s[j].is_none() {
@@ -256,21 +255,23 @@ fn bounds(c: &Case, d_o: &[f64], u: f64) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f
                         + half_q * (dp.abs() + dd.abs()))
                     + gj * fac_rel
                     + half_q;
-                gsum += gj;
                 let kr = c.k_row(g, j);
                 for i in 0..d {
+                    // Each product term may also round absolutely (half a quantum) where it
+                    // is subnormal.
                     bq[row * d + i] +=
-                        g_err * kr[i].abs() + (s_n as f64 + 4.0) * u * gj * kr[i].abs();
-                    bk[(g * s_n + j) * d + i] +=
-                        g_err * qr[i].abs() + (c.heads * t_n + 4) as f64 * u * gj * qr[i].abs();
+                        g_err * kr[i].abs() + (s_n as f64 + 4.0) * u * gj * kr[i].abs() + half_q;
+                    bk[(g * s_n + j) * d + i] += g_err * qr[i].abs()
+                        + (c.heads * t_n + 4) as f64 * u * gj * qr[i].abs()
+                        + half_q;
                 }
                 let p_err = pj * (24.0 * u + 4.0 * ds_max) + half_q;
                 for i in 0..dv {
-                    bv[(g * s_n + j) * dv + i] +=
-                        p_err * dor[i].abs() + (c.heads * t_n + 4) as f64 * u * pj * dor[i].abs();
+                    bv[(g * s_n + j) * dv + i] += p_err * dor[i].abs()
+                        + (c.heads * t_n + 4) as f64 * u * pj * dor[i].abs()
+                        + half_q;
                 }
             }
-            let _ = gsum;
             bz[h] += f.p_sink[row] * ((24.0 * u + 4.0 * ds_max) * dd.abs() + d_err)
                 + 4.0 * u * f.p_sink[row] * dd.abs()
                 + 2.0 * half_q;

@@ -335,8 +335,7 @@ fn sink_logits_far_above_every_score_keep_the_keys_part() {
             let what = format!("gap {gap}");
             worst = worst.max(check::<f32>(&c, false, &what));
             worst = worst.max(check::<f64>(&c, true, &what));
-            for (i, o) in r.o.iter().enumerate() {
-                let _ = i;
+            for o in &r.o {
                 if *o != 0.0 && o.abs() < 1e-20 {
                     tiny_outputs[usize::from(o.abs() < 1e-38)] += 1;
                 }

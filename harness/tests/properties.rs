@@ -1042,7 +1042,7 @@ proptest! {
     }
 }
 
-/// The stated accuracy of the two output-based VJPs (ops.rs): softmax_vjp within 4 ULP plus
+/// The stated accuracy of the two output-based VJPs (op.rs): softmax_vjp within 4 ULP plus
 /// `17u·y_i·Σ|y_j dy_j|`, sparsemax_vjp within `2u|dx_i| + 18u·mean_S|dy|`, against f64
 /// evaluations from the same f32 inputs. Random rows, rows built so that `dy_i` cancels the dot
 /// product, and the block-sum worst case found in review (512 equal weights, terms 2⁻²⁵ apart).

@@ -97,7 +97,7 @@ fn padded(tail: &[f32]) -> [f32; L] {
     p
 }
 
-/// The pairwise lane tree of `linalg::combine` for four dot products at once, from their
+/// The pairwise lane tree of `portable::combine` for four dot products at once, from their
 /// lanes after its first level (`x[i]` = lanes `l + l+8`, `l < 8`): then `l + l+4` (the two
 /// 128-bit halves), `l + l+2`, `l + l+1`.
 #[target_feature(enable = "avx2")]
@@ -171,7 +171,7 @@ fn spread(x: [__m256; 8]) -> [__m256; 8] {
 }
 
 /// The `R × C = 4` dot products of rows `a[r]` with rows `b[c]` (all of one length), in the
-/// order `r·C + c`. Each is `linalg::dot_unchecked` to the bit.
+/// order `r·C + c`. Each is `portable::dot` to the bit.
 #[target_feature(enable = "avx2")]
 #[inline]
 fn dots<const R: usize, const C: usize>(a: [&[f32]; R], b: [&[f32]; C]) -> [f32; 4] {
