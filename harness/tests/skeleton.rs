@@ -218,7 +218,7 @@ fn special_functions_against_f64() {
         .collect();
     let sig = |z: f64| 1.0 / (1.0 + (-z).exp());
     let sp = |z: f64| z.max(0.0) + (-z.abs()).exp().ln_1p();
-    let cases: [Case; 7] = [
+    let cases: [Case; 8] = [
         (
             "log1p",
             |t| special::log1p(Poly, t.abs()),
@@ -245,6 +245,15 @@ fn special_functions_against_f64() {
             |t| special::softcap(Poly, t, 30.0),
             |t| special::softcap(Libm, t, 30.0),
             |t: f64| 30.0 * (t / 30.0).tanh(),
+            4.0,
+        ),
+        (
+            // sech² of the rounded ratio fl(z/c), as stated (the ratio's own rounding is the
+            // input's).
+            "softcap_slope",
+            |t| special::softcap_slope(Poly, t, 30.0),
+            |t| special::softcap_slope(Libm, t, 30.0),
+            |t: f64| 1.0 / ((t as f32 / 30.0f32) as f64).cosh().powi(2),
             4.0,
         ),
         (
@@ -292,6 +301,8 @@ fn special_functions_against_f64() {
     assert_eq!(special::tanh(Poly, f32::NEG_INFINITY), -1.0);
     assert!(special::tanh(Poly, f32::NAN).is_nan());
     assert_eq!(special::softcap(Poly, f32::NEG_INFINITY, 5.0), -5.0);
+    assert_eq!(special::softcap_slope(Poly, f32::INFINITY, 5.0), 0.0);
+    assert!(special::softcap_slope(Poly, f32::NAN, 5.0).is_nan());
     assert_eq!(special::log1p(Poly, -1.0f64), f64::NEG_INFINITY);
     assert_eq!(special::sigmoid(Poly, f64::NEG_INFINITY), 0.0);
     assert_eq!(special::softplus(Poly, f32::INFINITY), f32::INFINITY);
@@ -359,6 +370,107 @@ fn normaliser_paths_agree_bitwise() {
                 l2.to_bits(),
                 "n {n} trial {trial}: {lse} vs {l2}"
             );
+        }
+    }
+}
+
+/// `update_sink` across the point where `update`'s `α` is flushed to 0 (2^-92 in f32): a state
+/// over one score 0 holding the accumulator `v` (one key of value `v`), then a sink `z` above it,
+/// in steps of 1/64 through the cutoff and on into the subnormal range. Where `update`'s `α` (the
+/// same step on a copy) is not 0, the rescale is that `α` bit for bit; everywhere the output
+/// `v·e^−z/(1 + e^−z)` is within two roundings plus half a subnormal quantum of the f64 value;
+/// the sink's weight is exactly 1. Poly and Libm, values up to near the largest float.
+#[test]
+fn update_sink_through_the_flush_point_of_update() {
+    fn check<B: softmax_core::backend::Backend<f32> + Copy>(b: B) {
+        let mut exact_split = 0;
+        for &v in &[1.0f32, 3.0, -7.5, 3.0e38] {
+            for i in 0..(140 * 64) {
+                let z = i as f32 / 64.0;
+                let mut st = OnlineSoftmax::new(b);
+                let mut s = [0.0f32];
+                st.update(&mut s);
+                let acc = v * s[0];
+                let mut copy = st;
+                let alpha = copy.update(&mut [z]);
+                let (w, r) = st.update_sink(z);
+                assert_eq!(w, 1.0, "z {z}");
+                if alpha != 0.0 {
+                    assert_eq!(r.value().to_bits(), alpha.to_bits(), "z {z}");
+                } else {
+                    exact_split += 1;
+                }
+                let o = r.scale(acc, st.inv_sum()) as f64;
+                let p = (-(z as f64)).exp();
+                let want = v as f64 * p / (1.0 + p);
+                // Exp error (a few ulp of each term), the sum, the scale: 8u relative is ample.
+                let bound = 8.0 * U32 * want.abs() + 2f64.powi(-150);
+                assert!(o.is_finite(), "v {v} z {z}: {o}");
+                assert!((o - want).abs() <= bound, "v {v} z {z}: {o:e} vs {want:e}");
+            }
+        }
+        // The split path ran (sinks above the flush point).
+        assert!(exact_split > 1000, "{exact_split}");
+    }
+    check(Poly);
+    check(Libm);
+}
+
+/// `update_sink` with non-finite sinks and sinks below the running maximum: a NaN sink poisons
+/// the state; `+inf` takes all the mass (the accumulators are scaled by 0); `-inf` adds nothing
+/// (rescale 1, weight 0); a sink below the maximum leaves the accumulators alone (rescale 1).
+/// f32 and f64.
+#[test]
+fn update_sink_edge_values() {
+    let mut st = OnlineSoftmax::new(Poly);
+    st.update(&mut [0.0f64, 1.0]);
+    let base = st;
+    let (w, r) = st.update_sink(f64::NAN);
+    assert!(w.is_nan() && r.value().is_nan() && st.lse().is_nan());
+    let mut st = base;
+    let (w, r) = st.update_sink(f64::INFINITY);
+    assert_eq!((w, r.value(), r.scale(5.0, st.inv_sum())), (1.0, 0.0, 0.0));
+    let mut st = base;
+    let (w, r) = st.update_sink(f64::NEG_INFINITY);
+    assert_eq!((w, r.value()), (0.0, 1.0));
+    assert_eq!(st.lse(), base.lse());
+    let mut st = base;
+    let (w, r) = st.update_sink(-2.0);
+    assert_eq!(r.value(), 1.0);
+    assert!((w - (-3.0f64).exp()).abs() < 1e-16);
+    let mut st32 = OnlineSoftmax::new(Poly);
+    st32.update(&mut [0.0f32]);
+    let (w, r) = st32.update_sink(f32::INFINITY);
+    assert_eq!((w, r.value()), (1.0, 0.0));
+}
+
+/// f64: the same sweep as the f32 test far beyond `update`'s flush point, up to where the output
+/// itself underflows (`e^−745`), against f64 `exp` (each within 1 ulp) with a bound of 8 ulp
+/// (16 half-ulps) relative plus one subnormal quantum.
+#[test]
+fn update_sink_f64_down_to_underflow() {
+    for &v in &[1.0f64, -2.5, 1.0e308] {
+        for i in 0..(760 * 8) {
+            let z = i as f64 / 8.0;
+            let mut st = OnlineSoftmax::new(Libm);
+            let mut s = [0.0f64];
+            st.update(&mut s);
+            let (w, r) = st.update_sink(z);
+            assert_eq!(w, 1.0);
+            let o = r.scale(v * s[0], st.inv_sum());
+            // v·e^−z/(1 + e^−z); beyond z = 700, e^−z = e^−700·e^−(z − 700) (both exact
+            // shifts, each exp within 1 ulp), with v applied to the first factor so that the
+            // only subnormal rounding is the last product's.
+            let (head, tail) = if z <= 700.0 {
+                (z, 0.0)
+            } else {
+                (700.0, z - 700.0)
+            };
+            let p = (-head).exp() * (-tail).exp();
+            let want = (v * (-head).exp() / (1.0 + p)) * (-tail).exp();
+            let bound = 16.0 * f64::EPSILON / 2.0 * want.abs() + 2f64.powi(-1074);
+            assert!(o.is_finite());
+            assert!((o - want).abs() <= bound, "v {v} z {z}: {o:e} vs {want:e}");
         }
     }
 }

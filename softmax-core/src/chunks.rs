@@ -1,4 +1,6 @@
-//! Fixed-length pieces of a slice without a panic path: the one row chunker of the workspace.
+//! Fixed-length pieces of a slice without a panic path: the row chunker of the workspace's
+//! portable code (the AVX2 kernels, compiled only for x86_64's dispatch, split their blocks
+//! with the standard `chunks_exact`).
 //!
 //! [`chunks`] and [`chunks_mut`] are `chunks_exact` without its chunk-size assertion and its
 //! length division: the pieces of `n` values of a slice, walked with checked splits, a ragged end

@@ -5,7 +5,8 @@
 use crate::float::Float;
 
 /// What can go wrong: structural problems with the arguments, never the values in them (those
-/// follow the edge semantics above).
+/// follow the crate's edge semantics: NaN poisons its row, `±inf` and all-masked rows have
+/// defined results).
 ///
 /// # Examples
 ///
@@ -44,6 +45,9 @@ pub enum Error {
     /// [`fast`](crate::fast): a spec with a mask or a temperature other than 1 (the fast
     /// kernels compute neither; [`rows`](crate::rows) does).
     FastSpec,
+    /// A shape's product of dimensions (e.g. `n·k` in [`linalg`](crate::linalg)) overflows
+    /// `usize`: no buffer can have that length.
+    ShapeOverflow,
 }
 
 impl core::fmt::Display for Error {
@@ -69,6 +73,7 @@ impl core::fmt::Display for Error {
             Error::EntropyOutOfRange => {
                 f.write_str("target entropy is outside the range softmax(x/τ) can reach")
             }
+            Error::ShapeOverflow => f.write_str("the dimensions' product overflows usize"),
         }
     }
 }
@@ -83,6 +88,25 @@ pub(crate) fn check_len(expected: usize, found: usize) -> Result<(), Error> {
     } else {
         Err(Error::LengthMismatch { expected, found })
     }
+}
+
+/// `a·b`, or [`Error::ShapeOverflow`].
+#[inline]
+pub(crate) fn mul(a: usize, b: usize) -> Result<usize, Error> {
+    a.checked_mul(b).ok_or(Error::ShapeOverflow)
+}
+
+/// The number of rows of `n` in `len` values: [`Error::EmptyRow`] if `n = 0`,
+/// [`Error::RaggedBatch`] unless `n` divides `len`.
+#[inline]
+pub(crate) fn check_rows(len: usize, n: usize) -> Result<usize, Error> {
+    if n == 0 {
+        return Err(Error::EmptyRow);
+    }
+    if !len.is_multiple_of(n) {
+        return Err(Error::RaggedBatch { len, n });
+    }
+    Ok(len / n)
 }
 
 /// A single row must not be empty.

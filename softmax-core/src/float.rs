@@ -310,4 +310,73 @@ mod tests {
             assert_eq!(got.to_bits(), want.to_bits(), "{x:e} · 2^{n}");
         }
     }
+
+    /// `x·2^n` in f64, rounded once to nearest even, from the integers: `|x| = m·2^e` exactly,
+    /// the result `m·2^(e+n)` exact where `e + n >= −1074`, else `m` shifted right with the
+    /// bits below `2^−1074` rounded half to even; `±inf` above the range.
+    fn ldexp_f64_reference(x: f64, n: i32) -> f64 {
+        if x == 0.0 || !x.is_finite() {
+            return x;
+        }
+        let bits = x.to_bits();
+        let (field, frac) = ((bits >> 52) & 0x7ff, bits & ((1u64 << 52) - 1));
+        let (m, e) = if field == 0 {
+            (frac, -1074i64)
+        } else {
+            (frac | (1u64 << 52), field as i64 - 1075)
+        };
+        let top = e + i64::from(n) + i64::from(64 - m.leading_zeros()) - 1;
+        let mag = if top > 1023 {
+            f64::INFINITY
+        } else if e + i64::from(n) >= -1074 {
+            // Exact: two exact power-of-two steps (each factor a normal number).
+            let big = e + i64::from(n);
+            let (a, b) = (big / 2, big - big / 2);
+            (m as f64) * 2f64.powi(a as i32) * 2f64.powi(b as i32)
+        } else {
+            let s = (-1074 - (e + i64::from(n))) as u32;
+            let (mut q, rem, half) = if s >= 64 {
+                (0u64, u128::from(m), 1u128 << (s.min(127) - 1))
+            } else {
+                (m >> s, u128::from(m & ((1u64 << s) - 1)), 1u128 << (s - 1))
+            };
+            if rem > half || (rem == half && q & 1 == 1) {
+                q += 1;
+            }
+            f64::from_bits(q)
+        };
+        if x < 0.0 {
+            -mag
+        } else {
+            mag
+        }
+    }
+
+    /// `ldexp` in f64 against the integer reference above, over random finite `x` (subnormals
+    /// included) and scales that cross both ends of the range.
+    #[test]
+    fn ldexp_f64_rounds_once() {
+        // The reference itself on hand-checked values.
+        assert_eq!(ldexp_f64_reference(1.5, -1074), f64::from_bits(2)); // 1.5 ulp → 2 (even)
+        assert_eq!(ldexp_f64_reference(2.5, -1074), f64::from_bits(2)); // 2.5 ulp → 2 (even)
+        assert_eq!(ldexp_f64_reference(1.0, 1024), f64::INFINITY);
+        assert_eq!(ldexp_f64_reference(-3.0, 2), -12.0);
+        let mut s = 0x0fed_cba9_8765_4321u64;
+        let mut subnormal = 0;
+        for _ in 0..200_000 {
+            s = s
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let x = f64::from_bits(s.rotate_left(17));
+            if !x.is_finite() {
+                continue;
+            }
+            let n = ((s >> 7) % 4400) as i32 - 2200;
+            let want = ldexp_f64_reference(x, n);
+            let got = ldexp(x, n);
+            subnormal += usize::from(want != 0.0 && want.abs() < f64::MIN_POSITIVE);
+            assert_eq!(got.to_bits(), want.to_bits(), "{x:e} · 2^{n}");
+        }
+        assert!(subnormal > 1000, "only {subnormal} subnormal results");
+    }
 }

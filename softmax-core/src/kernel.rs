@@ -20,6 +20,13 @@ use crate::float::{fast_two_sum, select, two_sum};
 
 /// Fixed number of accumulator lanes in every reduction. It is part of the numeric contract:
 /// changing it changes result bits (not accuracy).
+///
+/// # Examples
+///
+/// ```
+/// // The lanes of a dot product hold the products of entries i, i + 16, i + 32, ...
+/// assert_eq!(softmax_core::LANES, 16);
+/// ```
 pub const LANES: usize = 16;
 
 // ------------------------------------------------------------------------------------------------

@@ -116,9 +116,9 @@
 //! softmax-core = { version = "0.1", default-features = false } # Poly backend only
 //! ```
 #![no_std]
-// `unsafe` is confined to the x86_64 part of `simd` (CPUID/XGETBV, calling the
-// `#[target_feature]` copies after detection, and the loads/stores of its AVX2 matrix
-// products); every other module forbids it.
+// `unsafe` is confined to three x86_64 modules: `simd` (CPUID/XGETBV, calling the
+// `#[target_feature]` copies after detection), `linalg::avx2` (the loads/stores of the AVX2
+// matrix products) and `fast::avx2` (the AVX2+FMA fast kernel); every other module forbids it.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -9,7 +9,7 @@ use crate::backend::Backend;
 use crate::error::{check_len, Error};
 use crate::float::Float;
 use crate::float::{select, two_sum};
-use crate::kernel::{self, Load, Plain, Scale, Unit};
+use crate::kernel::{self, InPlace, Io, Load, OutOfPlace, Plain, Scale, Unit};
 
 /// Running log-sum-exp of a stream of values.
 ///
@@ -460,10 +460,7 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// ```
     pub fn probs(&self, x: &[F], out: &mut [F]) -> Result<(), Error> {
         check_len(x.len(), out.len())?;
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = v;
-        }
-        self.probs_in_place(out);
+        self.probs_io(OutOfPlace { src: Plain(x), out });
         Ok(())
     }
 
@@ -481,20 +478,22 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
     /// assert_eq!(x, [0.5, 0.0]);
     /// ```
     pub fn probs_in_place(&self, x: &mut [F]) {
+        self.probs_io(InPlace(x));
+    }
+
+    /// The body of [`probs`](Self::probs) and [`probs_in_place`](Self::probs_in_place).
+    #[inline(always)]
+    fn probs_io(&self, mut io: impl Io<F>) {
         let st = *self;
         crate::simd::exec(
             #[inline(always)]
             || {
-                if st.max.is_finite() && !x.iter().any(|&v| v > st.max) {
+                if st.max.is_finite() && !io.src().iter().any(|v| v > st.max) {
                     // The terms carry 2^TOP; fold its inverse into 1/Σ.
                     let inv = st.inv_sum() * kernel::untop::<F>();
-                    for v in x.iter_mut() {
-                        *v = kernel::term::<F, B, Unit>(Unit, st.max, *v) * inv;
-                    }
+                    io.map(|v| kernel::term::<F, B, Unit>(Unit, st.max, v) * inv);
                 } else {
-                    for v in x.iter_mut() {
-                        *v = st.prob(*v);
-                    }
+                    io.map(|v| st.prob(v));
                 }
             },
         );

@@ -26,8 +26,10 @@ use crate::kernel::{self, Scale, TermSum, Unit};
 /// limit (every `+inf` score weight 1, every other weight 0, earlier accumulators scaled by 0); a
 /// NaN score poisons the state (weights, `α` and results NaN).
 ///
-/// Weights below `2^-92` times the largest weight are returned as 0 (their share of any output is
-/// below f32 precision by 2^68). Accuracy (f32): each weight within 1 ULP of `e^(s − m')`; the
+/// Weights below `2^-92` times the largest weight (f32; `2^-1016` in f64) are returned as 0, and
+/// so is an `α` below that: their share of an output is below f32 precision by `2^68` unless
+/// their values exceed the others' by as much. [`update_sink`](Self::update_sink) keeps the
+/// `α` of a sink logit (which carries no value, so the whole output is rescaled by it). Accuracy (f32): each weight within 1 ULP of `e^(s − m')`; the
 /// sum compensated within a block and rounded once per rescale (a few units of roundoff in all
 /// for any realistic number of blocks).
 ///
@@ -105,16 +107,24 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
     /// assert!((a - (-2.0f64).exp()).abs() < 1e-16);
     /// assert_eq!(b, [1.0]);
     /// ```
+    #[inline]
+    pub fn update(&mut self, scores: &mut [F]) -> F {
+        self.step(scores).0
+    }
+
+    /// [`update`](Self::update), also returning the exact shift `m − m'` (as `hi + lo`) when
+    /// `α` was computed from it, i.e. when both maxima are finite and differ. One copy for
+    /// [`update`](Self::update) and [`update_sink`](Self::update_sink) on microcontrollers.
     #[cfg_attr(softmax_dispatch, inline)]
     #[cfg_attr(not(softmax_dispatch), inline(never))]
-    pub fn update(&mut self, scores: &mut [F]) -> F {
+    fn step(&mut self, scores: &mut [F]) -> (F, Option<(F, F)>) {
         let st = *self;
-        let (next, alpha) = crate::simd::exec(
+        let (next, alpha, shift) = crate::simd::exec(
             #[inline(always)]
             || st.update_in(scores),
         );
         *self = next;
-        alpha
+        (alpha, shift)
     }
 
     /// Folds in one more candidate score `z` that carries no value: a sink logit (gpt-oss,
@@ -144,34 +154,30 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
     /// ```
     #[inline]
     pub fn update_sink(&mut self, z: F) -> (F, Rescale<F>) {
-        let m_old = self.m;
         let mut s = [z];
-        let alpha = self.update(&mut s);
-        // `update`'s α is exact to rounding unless it was flushed to 0 (below 2^-92, where
-        // `α·sum` is far below the sink's own term 1, so the sum is right either way); only
-        // then do the accumulators need it apart from its power of two.
-        let flushed = alpha == F::ZERO && m_old.is_finite() && z.is_finite() && z > m_old;
-        let rescale = if flushed {
-            let (h, l) = Unit.shift(m_old, z);
-            Rescale::exp::<B>(h, l)
-        } else {
-            Rescale::of(alpha)
+        let (alpha, shift) = self.step(&mut s);
+        // `update`'s α is exact to rounding unless the backend flushed it to 0 (below 2^-92,
+        // where `α·sum` is far below the sink's own term 1, so the sum is right either way);
+        // only then do the accumulators need it apart from its power of two.
+        let rescale = match shift {
+            Some((h, l)) if alpha == F::ZERO => Rescale::exp::<B>(h, l),
+            _ => Rescale::of(alpha),
         };
         (s[0], rescale)
     }
 
-    /// The step of [`update`](Self::update).
+    /// The body of [`step`](Self::step).
     #[inline(always)]
-    fn update_in(self, scores: &mut [F]) -> (Self, F) {
+    fn update_in(self, scores: &mut [F]) -> (Self, F, Option<(F, F)>) {
         let sc = kernel::scan(kernel::Plain(scores));
         if sc.nan || self.m.is_nan() {
             scores.fill(F::NAN);
-            return (Self::poisoned(), F::NAN);
+            return (Self::poisoned(), F::NAN, None);
         }
         let m_new = select(sc.max > self.m, sc.max, self.m);
         if m_new == F::NEG_INFINITY {
             scores.fill(F::ZERO);
-            return (self, F::ONE);
+            return (self, F::ONE, None);
         }
         if m_new == F::INFINITY {
             let mut k = 0usize;
@@ -196,16 +202,17 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
                     ..next
                 },
                 alpha,
+                None,
             );
         }
         // Finite m': α from the exact shift, the weights as in every kernel.
-        let alpha = if self.m == F::NEG_INFINITY {
-            F::ZERO
+        let (alpha, shift) = if self.m == F::NEG_INFINITY {
+            (F::ZERO, None)
         } else if self.m == m_new {
-            F::ONE
+            (F::ONE, None)
         } else {
             let (h, l) = Unit.shift(self.m, m_new);
-            B::exp_pow2(h, l, 0)
+            (B::exp_pow2(h, l, 0), Some((h, l)))
         };
         let mut sum = TermSum::new();
         for block in scores.chunks_mut(kernel::TERM_BLOCK) {
@@ -226,6 +233,7 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
                 backend: PhantomData,
             },
             alpha,
+            shift,
         )
     }
 
@@ -370,12 +378,13 @@ impl<F: Float> Rescale<F> {
         Rescale { factor: a, exp: 0 }
     }
 
-    /// `e^(hi + lo)` for the exact shift `hi + lo < 0`, as `factor·2^n`: `n` an even number
-    /// just above `hi·log2 e`, so that `factor` is a normal number below 1 (in [0.17, 0.71]:
-    /// a product with it cannot overflow), computed by the backend's `exp_pow2` exactly as it
-    /// computes every kernel's terms (rounding `hi·log2 e` the same way, since the offset is
-    /// even; `hi` down to the floor below keeps the Cody–Waite reduction exact, `|n| < 512` in
-    /// f32). `α` is 0 when `hi` is so far below zero that `α` times any finite value
+    /// `e^(hi + lo)` for the exact shift `hi + lo < 0`, as `factor·2^n`: `n` the even number 1
+    /// or 2 above `round(hi·log2 e)`, so that `factor = e^(hi+lo)·2^−n` lies in
+    /// `[2^−2.5, 2^−0.5] ≈ [0.18, 0.71]` (a normal number below 1: a product with it cannot
+    /// overflow), however the backend rounds internally. `factor` is the backend's
+    /// `exp_pow2(hi, lo, −n)`, within its exp error (`hi` down to the floor below keeps the
+    /// Cody–Waite reduction exact, `|n| < 512` in f32). Used only where `update`'s `α` was
+    /// flushed to 0. `α` is 0 when `hi` is so far below zero that `α` times any finite value
     /// underflows.
     #[inline(always)]
     fn exp<B: Backend<F>>(hi: F, lo: F) -> Self {

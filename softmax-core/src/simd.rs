@@ -20,10 +20,12 @@
 //! machine has and compares bits.
 //!
 //! Targets without SSE (`x86_64-unknown-none`, whose kernels do not save vector registers)
-//! never dispatch, and neither do builds with debug assertions (cargo's `dev` and `test`
-//! profiles): they compile the baseline copy only, since the wider copies of every inlined
-//! kernel tripled the compile time of test builds. Release builds have all three (the build
-//! script sets the cfg `softmax_dispatch` for exactly these builds). [`set_max_level`] caps the choice, e.g. to keep a program off AVX-512.
+//! never dispatch, and neither do builds of a `dev`-based profile or with debug assertions
+//! (cargo's `dev` and `test` profiles): they compile the baseline copy only, since the wider
+//! copies of every inlined kernel tripled the compile time of test builds. Release-based builds
+//! without debug assertions have all three (the build script sets the cfg `softmax_dispatch`
+//! for exactly these builds). [`set_max_level`] caps the choice, e.g. to keep a program off
+//! AVX-512.
 //!
 //! # Examples
 //!
@@ -75,7 +77,9 @@ impl Level {
     }
 }
 
-/// The widest level this CPU and operating system support (asked once, then cached).
+/// The widest level this CPU and operating system support (asked once, then cached), among the
+/// levels this build compiled: [`Level::Baseline`] on targets other than x86_64 and in builds
+/// without the dispatch (debug builds; see the [module](self) docs).
 ///
 /// # Examples
 ///

@@ -3,7 +3,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::error::{check_len, check_temperature, Error};
+use crate::error::{check_len, check_rows, check_temperature, Error};
 use crate::float::Float;
 use crate::kernel::{Bias, Keep, Load, Plain};
 
@@ -161,12 +161,7 @@ impl<'a, F: Float> Rows<'a, F> {
 
     /// Checks the spec against an input of `len` values; returns the number of rows.
     pub(crate) fn check(&self, len: usize) -> Result<usize, Error> {
-        if self.n == 0 {
-            return Err(Error::EmptyRow);
-        }
-        if !len.is_multiple_of(self.n) {
-            return Err(Error::RaggedBatch { len, n: self.n });
-        }
+        let rows = check_rows(len, self.n)?;
         let mask_len = match self.mask {
             Mask::None => len,
             Mask::Keep(k) => k.len(),
@@ -174,7 +169,7 @@ impl<'a, F: Float> Rows<'a, F> {
         };
         check_len(len, mask_len)?;
         check_temperature(self.temperature)?;
-        Ok(len / self.n)
+        Ok(rows)
     }
 }
 

@@ -42,15 +42,19 @@ fn level_under_test() {
         simd::level().name(),
         simd::detected().name()
     );
-    if cfg!(all(target_arch = "x86_64", not(debug_assertions))) {
-        if simd::detected() >= Level::Avx2 {
-            assert!(
-                simd::level() >= Level::Avx2,
-                "the AVX2 products were not used"
-            );
-        } else {
-            println!("this CPU has no AVX2: only the portable products were compared");
-        }
+    // `detected()` is the Baseline level wherever the dispatch is not compiled (debug builds,
+    // other targets), so it says both whether the build has the AVX2 copies and the CPU runs
+    // them.
+    if simd::detected() >= Level::Avx2 {
+        assert!(
+            simd::level() >= Level::Avx2,
+            "the AVX2 products were not used"
+        );
+    } else {
+        println!(
+            "no AVX2 level (a build without the dispatch, or a CPU without AVX2): only the \
+             portable products were compared"
+        );
     }
 }
 
@@ -187,4 +191,40 @@ fn within_products_on_inconsistent_shapes_are_the_portable_loops() {
         within::matmul_nt(&narrow(&a), &narrow(&b), k, &mut c32);
         assert_eq!(wide(&c32), c64, "matmul_nt {la} {lb} {k} {lc}");
     }
+}
+
+/// Shapes whose products overflow `usize` are an error, not a panic (debug) or a wrapped length
+/// that some buffer could match (release: `2^63 · 2` wraps to 0, the length of an empty `c`).
+#[test]
+fn overflowing_shapes_are_errors() {
+    use softmax_core::Error;
+    let big = 1usize << (usize::BITS - 1);
+    let (a, b) = ([0.0f32; 2], [0.0f32; 4]);
+    let mut empty: [f32; 0] = [];
+    // `a` is one row of n = 2, so b must hold n·k = 2·2^63 values: that overflows.
+    assert_eq!(
+        linalg::matmul_nn(&a, &[], 2, big, &mut empty, false),
+        Err(Error::ShapeOverflow)
+    );
+    assert_eq!(
+        linalg::matmul_nn::<f32>(&[], &[], usize::MAX, 2, &mut empty, false),
+        Err(Error::ShapeOverflow)
+    );
+    // `a` holds n = 0 rows of m = usize::MAX; c must hold m·k = 2·usize::MAX.
+    assert_eq!(
+        linalg::matmul_tn::<f32>(&[], &[], usize::MAX, 2, &mut empty, false),
+        Err(Error::ShapeOverflow)
+    );
+    // b's check comes first: n = 1 row of m = 2, b must hold n·k = 2^63 (no overflow).
+    assert_eq!(
+        linalg::matmul_tn(&a, &b, 2, big, &mut empty, false),
+        Err(Error::LengthMismatch {
+            expected: big,
+            found: 4
+        })
+    );
+    // Consistent small shapes still pass and compute.
+    let mut c = [0.0f32; 4];
+    assert_eq!(linalg::matmul_nn(&a, &b, 2, 2, &mut c[..2], false), Ok(()));
+    assert_eq!(linalg::matmul_tn(&a, &b[..2], 2, 2, &mut c, false), Ok(()));
 }

@@ -195,6 +195,7 @@ fn with_backend<F: Float, B: Backend<F>>() {
     black_box(special::tanh(b, v));
     black_box(special::softcap(b, v, t));
     black_box(special::softcap_grad(v, t));
+    black_box(special::softcap_slope(b, v, t));
     black_box(special::sigmoid(b, v));
     black_box(special::softplus(b, v));
     black_box(special::log_sigmoid(b, v));
@@ -332,6 +333,12 @@ fn errors() {
         Error::InvalidTemperature,
         Error::InvalidNoise,
         Error::EntropyOutOfRange,
+        Error::FastSpec,
+        Error::ShapeOverflow,
+        Error::RaggedBatch {
+            len: black_box(5),
+            n: black_box(2),
+        },
     ];
     for e in black_box(all) {
         let _ = write!(sink, "{e} {e:?}");

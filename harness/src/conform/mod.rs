@@ -129,7 +129,9 @@ impl From<softmax_core::Error> for Failure {
     fn from(e: softmax_core::Error) -> Self {
         use softmax_core::Error as E;
         let kind = match e {
-            E::EmptyRow | E::LengthMismatch { .. } | E::RaggedBatch { .. } => Kind::Shape,
+            E::EmptyRow | E::LengthMismatch { .. } | E::RaggedBatch { .. } | E::ShapeOverflow => {
+                Kind::Shape
+            }
             E::InvalidTemperature | E::InvalidNoise | E::EntropyOutOfRange => Kind::InvalidParam,
             _ => Kind::InvalidParam,
         };

@@ -56,7 +56,7 @@ pub(crate) mod avx2;
 mod portable;
 pub mod within;
 
-use crate::error::{check_len, Error};
+use crate::error::{check_len, check_rows, mul, Error};
 use crate::float::Float;
 use crate::simd;
 
@@ -92,7 +92,8 @@ pub fn dot<F: Float>(a: &[F], b: &[F]) -> Result<F, Error> {
 /// # Errors
 ///
 /// [`Error::EmptyRow`] if `k = 0`; [`Error::RaggedBatch`] if `a` or `b` is not a whole number of
-/// rows of `k`; [`Error::LengthMismatch`] if `c.len() != m·n`.
+/// rows of `k`; [`Error::LengthMismatch`] if `c.len() != m·n`; [`Error::ShapeOverflow`] if
+/// `m·n` overflows `usize`.
 ///
 /// # Examples
 ///
@@ -106,8 +107,8 @@ pub fn dot<F: Float>(a: &[F], b: &[F]) -> Result<F, Error> {
 /// assert_eq!(c[4], dot(&a[2..], &b[2..4]).unwrap());
 /// ```
 pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) -> Result<(), Error> {
-    let (m, n) = (rows_of(a.len(), k)?, rows_of(b.len(), k)?);
-    check_len(m * n, c.len())?;
+    let (m, n) = (check_rows(a.len(), k)?, check_rows(b.len(), k)?);
+    check_len(mul(m, n)?, c.len())?;
     simd::dispatch(
         #[inline(always)]
         || within::matmul_nt(a, b, k, c),
@@ -125,7 +126,8 @@ pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) -> Result<()
 /// # Errors
 ///
 /// [`Error::EmptyRow`] if `n = 0` or `k = 0`; [`Error::RaggedBatch`] if `a` is not a whole
-/// number of rows of `n`; [`Error::LengthMismatch`] if `b.len() != n·k` or `c.len() != m·k`.
+/// number of rows of `n`; [`Error::LengthMismatch`] if `b.len() != n·k` or `c.len() != m·k`;
+/// [`Error::ShapeOverflow`] if one of those products overflows `usize`.
 ///
 /// # Examples
 ///
@@ -145,12 +147,8 @@ pub fn matmul_nn<F: Float>(
     c: &mut [F],
     accumulate: bool,
 ) -> Result<(), Error> {
-    let m = rows_of(a.len(), n)?;
-    if k == 0 {
-        return Err(Error::EmptyRow);
-    }
-    check_len(n * k, b.len())?;
-    check_len(m * k, c.len())?;
+    let m = check_rows(a.len(), n)?;
+    check_b_c(n, m, k, b.len(), c.len())?;
     simd::dispatch(
         #[inline(always)]
         || within::matmul_nn(a, b, n, k, c, accumulate),
@@ -168,7 +166,8 @@ pub fn matmul_nn<F: Float>(
 /// # Errors
 ///
 /// [`Error::EmptyRow`] if `m = 0` or `k = 0`; [`Error::RaggedBatch`] if `a` is not a whole
-/// number of rows of `m`; [`Error::LengthMismatch`] if `b.len() != n·k` or `c.len() != m·k`.
+/// number of rows of `m`; [`Error::LengthMismatch`] if `b.len() != n·k` or `c.len() != m·k`;
+/// [`Error::ShapeOverflow`] if one of those products overflows `usize`.
 ///
 /// # Examples
 ///
@@ -188,12 +187,8 @@ pub fn matmul_tn<F: Float>(
     c: &mut [F],
     accumulate: bool,
 ) -> Result<(), Error> {
-    let n = rows_of(a.len(), m)?;
-    if k == 0 {
-        return Err(Error::EmptyRow);
-    }
-    check_len(n * k, b.len())?;
-    check_len(m * k, c.len())?;
+    let n = check_rows(a.len(), m)?;
+    check_b_c(n, m, k, b.len(), c.len())?;
     simd::dispatch(
         #[inline(always)]
         || within::matmul_tn(a, b, m, k, c, accumulate),
@@ -201,13 +196,12 @@ pub fn matmul_tn<F: Float>(
     Ok(())
 }
 
-/// The number of rows of `k` in `len` values.
-fn rows_of(len: usize, k: usize) -> Result<usize, Error> {
+/// The shared checks of [`matmul_nn`] and [`matmul_tn`]: `b` holds `n` rows of `k` (`k > 0`),
+/// `c` holds `m` rows of `k`.
+fn check_b_c(n: usize, m: usize, k: usize, b: usize, c: usize) -> Result<(), Error> {
     if k == 0 {
         return Err(Error::EmptyRow);
     }
-    if !len.is_multiple_of(k) {
-        return Err(Error::RaggedBatch { len, n: k });
-    }
-    Ok(len / k)
+    check_len(mul(n, k)?, b)?;
+    check_len(mul(m, k)?, c)
 }
