@@ -915,6 +915,52 @@ fn linear_cross_entropy_equals_cross_entropy_on_materialised_logits() {
     }
 }
 
+/// The edge semantics of infinite logits under label smoothing are the same whether the logits
+/// are given (`cross_entropy`), streamed (`ChunkedCrossEntropy`) or computed from `h·Wᵀ`
+/// (`linear_cross_entropy`, where an infinite `h` makes them): every logit `+inf` gives the
+/// limit `ln C` for each class (loss `ln 3` here), some `+inf` and some finite give `+inf`.
+#[test]
+fn infinite_logits_under_label_smoothing_agree_across_the_three_cross_entropies() {
+    let op = CrossEntropyOptions::new().with_label_smoothing(0.1);
+    for (h, w, want) in [
+        // logits [inf, inf, inf]
+        ([f32::INFINITY], [1.0f32, 1.0, 1.0], (3.0f64).ln() as f32),
+        // logits [inf, -inf, inf]: the finite-probability class is impossible
+        ([f32::INFINITY], [1.0f32, -1.0, 1.0], f32::INFINITY),
+    ] {
+        let logits = [h[0] * w[0], h[0] * w[1], h[0] * w[2]];
+        let l_ce = cross_entropy(Poly, &logits, 3, &[0], &op, CrossEntropyOutputs::new()).unwrap();
+        let mut st = ChunkedCrossEntropy::new(Poly, 3, 0, &op).unwrap();
+        st.push(&logits).unwrap();
+        let l_ch = st.loss().unwrap();
+        let mut scratch = vec![0.0f32; linear_cross_entropy_scratch_len(1, 3)];
+        let l_lin = linear_cross_entropy(
+            Poly,
+            &h,
+            &w,
+            1,
+            &[0],
+            &op,
+            LinearCrossEntropyOutputs::new(&mut scratch),
+        )
+        .unwrap();
+        for (name, l) in [
+            ("cross_entropy", l_ce),
+            ("chunked", l_ch),
+            ("linear", l_lin),
+        ] {
+            if want.is_finite() {
+                assert!(
+                    (l - want).abs() <= 4.0 * f32::EPSILON,
+                    "{name}: {l} vs {want}"
+                );
+            } else {
+                assert_eq!(l, want, "{name}");
+            }
+        }
+    }
+}
+
 #[test]
 fn chunked_cross_entropy_equals_cross_entropy() {
     let c = 300;

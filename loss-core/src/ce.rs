@@ -69,8 +69,9 @@ impl<'w, F: Float> Consts<'w, F> {
         }
     }
 
+    /// The weight of class `c` (1 without weights, NaN past the weights' end).
     #[inline(always)]
-    fn w(&self, c: usize) -> F {
+    pub(crate) fn w(&self, c: usize) -> F {
         match self.weight {
             Some(w) => w.get(c).copied().unwrap_or(F::NAN),
             None => F::ONE,
@@ -87,6 +88,105 @@ pub(crate) struct RowLoss<F> {
     pub(crate) z: F,
     pub(crate) lse: F,
     pub(crate) entropy: F,
+}
+
+/// The gradient of a class-index row's loss in terms of its probabilities `p` (before the
+/// soft-cap's derivative): `g_j = p_j·a − b·w_j` off the target and [`target`](Self::target) at
+/// it, with `a = s·((1 − ε)·w_t + ε/C·W) + zterm`, `b = s·ε/C`, `zterm = 2·s_z·z·lse` (`s` and
+/// `s_z` the scales of the cross-entropy and z-loss parts). The one statement of the formula
+/// for [`cross_entropy`], [`linear_cross_entropy`](crate::linear_cross_entropy) and
+/// [`ChunkedCrossEntropy`](crate::ChunkedCrossEntropy).
+#[derive(Clone, Copy)]
+pub(crate) struct RowGrad<F> {
+    pub(crate) a: F,
+    pub(crate) b: F,
+    zterm: F,
+    s_ce: F,
+    keep: F,
+    eps_c: F,
+    w_total: F,
+    w_t: F,
+}
+
+impl<F: Float> RowGrad<F> {
+    /// The coefficients for target class `t` and log-sum-exp `lse`, with the scales of `k`.
+    #[inline(always)]
+    pub(crate) fn new(k: &Consts<'_, F>, t: usize, lse: F) -> Self {
+        let w_t = k.w(t);
+        let zterm = if k.zl > F::ZERO {
+            (k.s_z + k.s_z) * k.zl * lse
+        } else {
+            F::ZERO
+        };
+        RowGrad {
+            a: k.s_ce * (k.keep * w_t + k.eps_c * k.w_total) + zterm,
+            b: k.s_ce * k.eps_c,
+            zterm,
+            s_ce: k.s_ce,
+            keep: k.keep,
+            eps_c: k.eps_c,
+            w_total: k.w_total,
+            w_t,
+        }
+    }
+
+    /// `g_j = p_j·a − b·w_j`, off the target.
+    #[inline(always)]
+    pub(crate) fn at(&self, p: F, w_j: F) -> F {
+        p * self.a - self.b * w_j
+    }
+
+    /// The target's entry `s·((1 − ε)·w_t·(p_t − 1) + ε/C·(W·p_t − w_t)) + zterm·p_t` (`p_t − 1`
+    /// is exact).
+    #[inline(always)]
+    pub(crate) fn target(&self, p_t: F) -> F {
+        self.s_ce
+            * (self.keep * self.w_t * (p_t - F::ONE) + self.eps_c * (self.w_total * p_t - self.w_t))
+            + self.zterm * p_t
+    }
+}
+
+/// The loss terms of a class-index row from its finished normaliser `st`, for the callers that
+/// never hold the whole row ([`ChunkedCrossEntropy`](crate::ChunkedCrossEntropy),
+/// [`linear_cross_entropy`](crate::linear_cross_entropy)): `−ln p_t` from the state (`z_t` the
+/// target's, capped, logit), the smoothing term from `wz = Σ_c w_c z_c` (its limit when the
+/// log-sum-exp is not finite: `W·ln C` when every one of the `classes` logits is `+inf`, else
+/// `+inf`, NaN for NaN), the z-loss.
+#[inline]
+pub(crate) fn streamed_row<F: Float, B: Backend<F>>(
+    k: &Consts<'_, F>,
+    st: &softmax_core::LogSumExp<F, B>,
+    t: usize,
+    z_t: F,
+    wz: F,
+    classes: usize,
+) -> RowLoss<F> {
+    let lse = st.finish();
+    let mut ce = k.keep * k.w(t) * -st.log_prob(z_t);
+    if k.eps > F::ZERO {
+        let smooth = if lse.is_finite() {
+            k.w_total * lse - wz
+        } else if lse == F::INFINITY && st.scaled_sum() == F::from_usize(classes) {
+            // Every logit +inf: each −ln p_c = ln C.
+            k.w_total * B::ln(F::from_usize(classes))
+        } else if lse.is_nan() {
+            lse
+        } else {
+            F::INFINITY
+        };
+        ce += k.eps_c * smooth;
+    }
+    let z = if k.zl > F::ZERO {
+        k.zl * lse * lse
+    } else {
+        F::ZERO
+    };
+    RowLoss {
+        ce,
+        z,
+        lse,
+        entropy: F::ZERO,
+    }
 }
 
 /// The targets' total weight and count (samples not ignored), after checking every target.
@@ -230,51 +330,45 @@ pub(crate) fn row_grad<F: Float, B: Backend<F>>(
         };
         ce += k.eps_c * smooth;
     }
-    let (z, zterm) = if k.zl > F::ZERO {
-        (k.zl * lse * lse, (k.s_z + k.s_z) * k.zl * lse)
+    let z = if k.zl > F::ZERO {
+        k.zl * lse * lse
     } else {
-        (F::ZERO, F::ZERO)
+        F::ZERO
     };
 
-    // The gradient: g_j = s·(p_j·S − ε/C·w_j) + 2·s_z·z·lse·p_j with S = (1 − ε)·w_t + ε/C·W,
-    // and at the target s·((1 − ε)·w_t·(p_t − 1) + ε/C·(W·p_t − w_t)) + 2·s_z·z·lse·p_t
-    // (p_t − 1 is exact), times the soft-cap's derivative.
-    let a = k.s_ce * (k.keep * w_t + k.eps_c * k.w_total) + zterm;
-    let b = k.s_ce * k.eps_c;
-    let g_t =
-        k.s_ce * (k.keep * w_t * (p_t - F::ONE) + k.eps_c * (k.w_total * p_t - w_t)) + zterm * p_t;
+    // The gradient (RowGrad's formula), times the soft-cap's derivative.
+    let rg = RowGrad::new(k, t, lse);
+    let g_t = rg.target(p_t);
     match (k.cap, k.weight) {
-        (None, _) if b == F::ZERO => {
-            if a != F::ONE {
+        (None, _) if rg.b == F::ZERO => {
+            if rg.a != F::ONE {
                 for g in g.iter_mut() {
-                    *g *= a;
+                    *g *= rg.a;
                 }
             }
         }
         (None, None) => {
             for g in g.iter_mut() {
-                *g = *g * a - b;
+                *g = rg.at(*g, F::ONE);
             }
         }
         (None, Some(w)) => {
             for (g, &w) in g.iter_mut().zip(w) {
-                *g = *g * a - b * w;
+                *g = rg.at(*g, w);
             }
         }
-        (Some(c), w) => {
+        (Some(c), _) => {
             for (j, (g, &x)) in g.iter_mut().zip(x).enumerate() {
-                let wj = match w {
-                    Some(w) => w.get(j).copied().unwrap_or(F::NAN),
-                    None => F::ONE,
-                };
-                let d = math::softcap_deriv::<F, B>(x, c);
-                *g = (*g * a - b * wj) * d;
+                let d = special::softcap_slope(B::default(), x, c);
+                *g = rg.at(*g, k.w(j)) * d;
             }
         }
     }
     if let Some(gt) = g.get_mut(t) {
         *gt = match k.cap {
-            Some(c) => g_t * math::softcap_deriv::<F, B>(x.get(t).copied().unwrap_or(F::NAN), c),
+            Some(c) => {
+                g_t * special::softcap_slope(B::default(), x.get(t).copied().unwrap_or(F::NAN), c)
+            }
             None => g_t,
         };
     }
@@ -646,7 +740,7 @@ fn row_probs<F: Float, B: Backend<F>>(
                 let tj = k.keep * t + k.eps_c;
                 let mut v = *g * a - k.s_ce * (k.w(j) * tj);
                 if let Some(c) = k.cap {
-                    v *= math::softcap_deriv::<F, B>(x, c);
+                    v *= special::softcap_slope(B::default(), x, c);
                 }
                 *g = v;
             }

@@ -9,27 +9,7 @@ use softmax_core::{simd, special, Float};
 
 use crate::error::{check_len, rows_of, Error};
 use crate::math;
-use crate::options::{Outputs, Reduction};
-
-/// The reduction's scale for `len` elements: `1/len` for `Mean`, `1/batch` for `BatchMean`
-/// (only when `batch_mean_ok`), 1 otherwise. `Mean` over zero elements is
-/// [`Error::NoTargets`].
-fn scale_of<F: Float>(
-    reduction: Reduction,
-    len: usize,
-    batch: usize,
-    batch_mean_ok: bool,
-) -> Result<F, Error> {
-    match reduction {
-        Reduction::None | Reduction::Sum => Ok(F::ONE),
-        Reduction::Mean if len > 0 => Ok(F::ONE / F::from_usize(len)),
-        Reduction::BatchMean if batch_mean_ok && batch > 0 => Ok(F::ONE / F::from_usize(batch)),
-        Reduction::BatchMean if !batch_mean_ok => {
-            Err(Error::InvalidParameter { name: "reduction" })
-        }
-        _ => Err(Error::NoTargets),
-    }
-}
+use crate::options::{scale_of, Outputs, Reduction};
 
 /// Runs `f(i) -> (loss_i, grad_i)` over `len` elements, writing the gradient (times `scale`) and
 /// the per-element losses, returning the reduced loss (sum in index order, times `scale` for

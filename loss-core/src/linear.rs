@@ -9,13 +9,21 @@ use softmax_core::chunks::chunks_mut;
 use softmax_core::linalg::within;
 use softmax_core::{simd, special, Float, LogSumExp};
 
-use crate::ce::{class_of, Acc, Consts, RowLoss, Tally};
+use crate::ce::{class_of, streamed_row, Acc, Consts, RowGrad, Tally};
 use crate::error::{check_len, mul, rows_of, Error};
 use crate::math;
 use crate::options::{check_losses, CrossEntropyOptions, Reduction};
 
 /// The rows of `h` processed together: their online log-sum-exp states live on the stack, and
 /// the weight matrix is swept once per group and pass (one sweep per pass for `T <= 64`).
+///
+/// # Examples
+///
+/// ```
+/// use loss_core::{linear_cross_entropy_scratch_len, LINEAR_CE_ROWS};
+/// // A scratch for 1,000 rows holds blocks for one group of LINEAR_CE_ROWS rows at a time.
+/// assert_eq!(linear_cross_entropy_scratch_len(1000, 8), 2 * LINEAR_CE_ROWS * 8);
+/// ```
 pub const LINEAR_CE_ROWS: usize = 64;
 
 /// The length of scratch [`linear_cross_entropy`] needs for blocks of `block` vocabulary
@@ -347,33 +355,9 @@ pub fn linear_cross_entropy<F: Float, B: Backend<F>>(
                         }
                         continue;
                     };
-                    let w_t = kc
-                        .weight
-                        .map_or(F::ONE, |wt| wt.get(c).copied().unwrap_or(F::NAN));
                     let z_tr = z_t.get(r).copied().unwrap_or(F::NAN);
-                    let mut ce = kc.keep * w_t * -st.log_prob(z_tr);
-                    if kc.eps > F::ZERO {
-                        let wzr = wz.get(r).copied().unwrap_or(F::NAN);
-                        let smooth = if lse.is_finite() {
-                            kc.w_total * lse - wzr
-                        } else if lse.is_nan() {
-                            lse
-                        } else {
-                            F::INFINITY
-                        };
-                        ce += kc.eps_c * smooth;
-                    }
-                    let zl = if kc.zl > F::ZERO {
-                        kc.zl * lse * lse
-                    } else {
-                        F::ZERO
-                    };
-                    let rl = RowLoss {
-                        ce,
-                        z: zl,
-                        lse,
-                        entropy: F::ZERO,
-                    };
+                    let wzr = wz.get(r).copied().unwrap_or(F::NAN);
+                    let rl = streamed_row(&kc, &st, c, z_tr, wzr, v);
                     acc.add(&mut losses, r0 + r, reduction, &rl);
                 }
                 // Pass 2: the gradient block by block.
@@ -440,13 +424,9 @@ fn grad_block<F: Float, B: Backend<F>>(row: &BlockRow<'_, F, B>, z: &[F], p: &mu
         v0,
     } = *row;
     let ti = c.checked_sub(v0);
-    let lse = st.finish();
     match kc.cap {
         None => {
-            for (p, &z) in p.iter_mut().zip(z) {
-                *p = z;
-            }
-            st.probs_in_place(p);
+            math::probs_into(st, z, p);
         }
         Some(cap) => {
             for (p, &z) in p.iter_mut().zip(z) {
@@ -454,31 +434,18 @@ fn grad_block<F: Float, B: Backend<F>>(row: &BlockRow<'_, F, B>, z: &[F], p: &mu
             }
         }
     }
-    let w_t = kc
-        .weight
-        .map_or(F::ONE, |wt| wt.get(c).copied().unwrap_or(F::NAN));
-    let zterm = if kc.zl > F::ZERO {
-        (kc.s_z + kc.s_z) * kc.zl * lse
-    } else {
-        F::ZERO
-    };
-    let a = kc.s_ce * (kc.keep * w_t + kc.eps_c * kc.w_total) + zterm;
-    let b = kc.s_ce * kc.eps_c;
+    let rg = RowGrad::new(kc, c, st.finish());
     match (kc.cap, kc.weight) {
-        (None, _) if b == F::ZERO => {
+        (None, _) if rg.b == F::ZERO => {
             for p in p.iter_mut() {
-                *p *= a;
+                *p *= rg.a;
             }
         }
-        (cap, wt) => {
+        (cap, _) => {
             for (j, (p, &z)) in p.iter_mut().zip(z.iter()).enumerate() {
-                let wj = match wt {
-                    Some(wt) => wt.get(v0 + j).copied().unwrap_or(F::NAN),
-                    None => F::ONE,
-                };
-                let g = *p * a - b * wj;
+                let g = rg.at(*p, kc.w(v0 + j));
                 *p = match cap {
-                    Some(cap) => g * math::softcap_deriv::<F, B>(z, cap),
+                    Some(cap) => g * special::softcap_slope(B::default(), z, cap),
                     None => g,
                 };
             }
@@ -489,11 +456,9 @@ fn grad_block<F: Float, B: Backend<F>>(row: &BlockRow<'_, F, B>, z: &[F], p: &mu
             Some(cap) => special::softcap(B::default(), zt, cap),
             None => zt,
         };
-        let p_t = st.prob(zc);
-        let g = kc.s_ce * (kc.keep * w_t * (p_t - F::ONE) + kc.eps_c * (kc.w_total * p_t - w_t))
-            + zterm * p_t;
+        let g = rg.target(st.prob(zc));
         *pt = match kc.cap {
-            Some(cap) => g * math::softcap_deriv::<F, B>(zt, cap),
+            Some(cap) => g * special::softcap_slope(B::default(), zt, cap),
             None => g,
         };
     }

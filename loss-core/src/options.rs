@@ -41,6 +41,26 @@ pub enum Reduction {
     BatchMean,
 }
 
+/// The reduction's scale for `len` elements: `1/len` for `Mean`, `1/batch` for `BatchMean`
+/// (only when `batch_mean_ok`), 1 otherwise. `Mean` over zero elements is
+/// [`Error::NoTargets`].
+pub(crate) fn scale_of<F: Float>(
+    reduction: Reduction,
+    len: usize,
+    batch: usize,
+    batch_mean_ok: bool,
+) -> Result<F, Error> {
+    match reduction {
+        Reduction::None | Reduction::Sum => Ok(F::ONE),
+        Reduction::Mean if len > 0 => Ok(F::ONE / F::from_usize(len)),
+        Reduction::BatchMean if batch_mean_ok && batch > 0 => Ok(F::ONE / F::from_usize(batch)),
+        Reduction::BatchMean if !batch_mean_ok => {
+            Err(Error::InvalidParameter { name: "reduction" })
+        }
+        _ => Err(Error::NoTargets),
+    }
+}
+
 impl Reduction {
     /// PyTorch's name: `"none"`, `"sum"`, `"mean"`, `"batchmean"`.
     ///
