@@ -18,10 +18,11 @@ use crate::tile::{tiles, Tile, BK, TQ};
 /// FlashAttention-2's algorithm on the CPU: per query, `D = dO·o`; per key block, the scores
 /// are recomputed exactly as the forward pass computed them, `p_j = e^(s_j − lse)` (through
 /// softmax-core's `LogSumExp::probs`), `dP_j = dO·v_j`, `dS_j = p_j·(dP_j − D)`; the chain
-/// rule through the soft-cap (`1 − tanh²`) and the scale gives `g_j`, and `dq += g_j·k_j`,
-/// `dk_j += g_j·q`, `dv_j += p_j·dO` (`linalg::matmul_nn` / `matmul_tn`). The bias and ALiBi
-/// terms are constants; masked keys get no gradient. With grouped-query attention `dk`/`dv`
-/// sum over the query heads of each group. The sink logit's gradient is
+/// rule through the soft-cap (its slope `sech²(z/c)`, softmax-core's
+/// `special::softcap_slope`) and the scale gives `g_j`, and `dq += g_j·k_j`, `dk_j += g_j·q`,
+/// `dv_j += p_j·dO` (`linalg::matmul_nn` / `matmul_tn`). The bias and ALiBi terms are
+/// constants; masked keys get no gradient. With grouped-query attention `dk`/`dv` sum over the
+/// query heads of each group. The sink logit's gradient is
 /// `−Σ_t e^(z_h − lse_t)·D_t`. A query with no allowed key contributes nothing; a query whose
 /// `lse` is `+inf` (scores equal to `+inf`) gives its limit weights to `dv` and nothing to
 /// `dq`/`dk` (the limit distribution is locally constant).

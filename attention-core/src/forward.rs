@@ -9,7 +9,7 @@ use softmax_core::{simd, Float};
 
 use crate::error::Error;
 use crate::options::{Dims, Options, Output, Qkv};
-use crate::plan::{check_heads, check_len, mul, part_mut, Plan};
+use crate::plan::{check_heads, check_len, check_output, mul, part_mut, Plan};
 use crate::state::QueryState;
 use crate::tile::{tiles, Tile, TQ};
 
@@ -36,6 +36,10 @@ use crate::tile::{tiles, Tile, TQ};
 /// `8·u·(1 + |lse|)`, entropy within `16·u·(1 + E_p|s − max s|)`. An output below the
 /// smallest normal number (weights or values near underflow, e.g. behind a sink logit far above
 /// the scores) is rounded absolutely: add one quantum of the subnormal range (2⁻¹⁴⁹ in f32).
+/// A key whose weight is below `2⁻⁹²` of the largest (f32; `2⁻¹⁰¹⁶` in f64) enters with weight
+/// 0, as in every softmax-core kernel: add `2⁻⁹²·Σ|v_j|` over those keys (it matters only where
+/// their values exceed the others' by about `2⁶⁸`; a sink logit carries no value and is folded
+/// exactly, however far above the scores it lies).
 ///
 /// # Errors
 ///
@@ -68,14 +72,7 @@ pub fn attention<F: Float, B: Backend<F>>(
     out: Output<'_, F>,
 ) -> Result<(), Error> {
     let p = Plan::new(dims, &x, opts)?;
-    let ht = mul(p.heads, p.t)?;
-    check_len("o", mul(ht, p.dv)?, out.o.len())?;
-    if let Some(l) = &out.lse {
-        check_len("lse", ht, l.len())?;
-    }
-    if let Some(e) = &out.entropy {
-        check_len("entropy", ht, e.len())?;
-    }
+    check_output(&out, mul(p.heads, p.t)?, p.dv)?;
     let Output {
         o,
         mut lse,
@@ -108,19 +105,15 @@ pub fn attention<F: Float, B: Backend<F>>(
                         acc,
                         want_entropy,
                     );
-                    for (r, (st, acc_r)) in states
-                        .iter_mut()
-                        .zip(chunks_mut(acc, p.dv.max(1)))
-                        .enumerate()
-                    {
-                        let (l, e) = st.finish_row(acc_r, sink);
-                        if let Some(v) = lse_h.as_deref_mut().and_then(|x| x.get_mut(t0 + r)) {
-                            *v = l;
-                        }
-                        if let Some(v) = ent_h.as_deref_mut().and_then(|x| x.get_mut(t0 + r)) {
-                            *v = e;
-                        }
-                    }
+                    QueryState::finish_rows(
+                        states,
+                        acc,
+                        p.dv,
+                        t0,
+                        |_| sink,
+                        lse_h.as_deref_mut(),
+                        ent_h.as_deref_mut(),
+                    );
                 }
             },
         );
@@ -314,35 +307,22 @@ pub fn attention_finish<F: Float, B: Backend<F>>(
     }
     let ht = mul(dims.heads, dims.t)?;
     check_len("states", ht, states.len())?;
-    check_len("o", mul(ht, dims.dv)?, out.o.len())?;
-    if let Some(l) = &out.lse {
-        check_len("lse", ht, l.len())?;
-    }
-    if let Some(e) = &out.entropy {
-        check_len("entropy", ht, e.len())?;
-    }
+    check_output(&out, ht, dims.dv)?;
     if let Some(z) = opts.sink_logits() {
         check_len("sink_logits", dims.heads, z.len())?;
     }
-    let Output {
+    let Output { o, lse, entropy } = out;
+    QueryState::finish_rows(
+        states,
         o,
-        mut lse,
-        mut entropy,
-    } = out;
-    for (i, (st, acc)) in states
-        .iter_mut()
-        .zip(chunks_mut(o, dims.dv.max(1)))
-        .enumerate()
-    {
-        let h = i.checked_div(dims.t).unwrap_or(0);
-        let sink = opts.sink_logits().and_then(|z| z.get(h)).copied();
-        let (l, e) = st.finish_row(acc, sink);
-        if let Some(v) = lse.as_deref_mut().and_then(|x| x.get_mut(i)) {
-            *v = l;
-        }
-        if let Some(v) = entropy.as_deref_mut().and_then(|x| x.get_mut(i)) {
-            *v = e;
-        }
-    }
+        dims.dv,
+        0,
+        |i| {
+            let h = i.checked_div(dims.t).unwrap_or(0);
+            opts.sink_logits().and_then(|z| z.get(h)).copied()
+        },
+        lse,
+        entropy,
+    );
     Ok(())
 }

@@ -685,8 +685,10 @@ impl<'a, F> Grads<'a, F> {
         }
     }
 
-    /// Also the gradient of the sink logits (`heads` values; required when the options have
-    /// sink logits, refused otherwise).
+    /// Also the gradient of the sink logits (`heads` values). Optional when the options have
+    /// sink logits (without it their gradient is not computed; the other gradients are the
+    /// same), refused ([`Error::UnsupportedOption`](crate::Error::UnsupportedOption)) when they
+    /// have none.
     ///
     /// # Examples
     ///

@@ -6,7 +6,7 @@ use softmax_core::Float;
 
 use crate::error::Error;
 use crate::math::{alibi_slope_f64, inv_sqrt};
-use crate::options::{Causal, Dims, Options, Qkv};
+use crate::options::{Causal, Dims, Options, Output, Qkv};
 
 /// Which keys a query may attend, by position; shared by the full computation and the decoder.
 #[derive(Clone, Copy, Debug)]
@@ -161,6 +161,19 @@ pub(crate) fn for_each_block(
 /// `a·b`, or [`Error::ShapeOverflow`].
 pub(crate) fn mul(a: usize, b: usize) -> Result<usize, Error> {
     a.checked_mul(b).ok_or(Error::ShapeOverflow)
+}
+
+/// The output buffers' lengths for `rows` query rows of `dv` values: `o` holds `rows·dv`, `lse`
+/// and `entropy` (when given) `rows`.
+pub(crate) fn check_output<F>(out: &Output<'_, F>, rows: usize, dv: usize) -> Result<(), Error> {
+    check_len("o", mul(rows, dv)?, out.o.len())?;
+    if let Some(l) = &out.lse {
+        check_len("lse", rows, l.len())?;
+    }
+    if let Some(e) = &out.entropy {
+        check_len("entropy", rows, e.len())?;
+    }
+    Ok(())
 }
 
 /// `Ok` if `found == expected`.

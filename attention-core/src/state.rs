@@ -2,6 +2,7 @@
 //! entropy accumulator; the output accumulator lives in the caller's buffer.
 
 use softmax_core::backend::Backend;
+use softmax_core::chunks::chunks_mut;
 use softmax_core::linalg::within;
 use softmax_core::{Float, OnlineSoftmax, Rescale};
 
@@ -114,6 +115,35 @@ impl<F: Float, B: Backend<F>> QueryState<F, B> {
             }
         }
         (self.lse(), self.entropy())
+    }
+
+    /// [`finish_row`](Self::finish_row) for consecutive rows: `states[r]` with the `r`-th row of
+    /// `dv` values of `acc`, the sink logit `sink(first + r)`, its lse and entropy written at
+    /// `first + r` of `lse` and `entropy` (when given).
+    #[inline(always)]
+    pub(crate) fn finish_rows(
+        states: &mut [Self],
+        acc: &mut [F],
+        dv: usize,
+        first: usize,
+        sink: impl Fn(usize) -> Option<F>,
+        mut lse: Option<&mut [F]>,
+        mut entropy: Option<&mut [F]>,
+    ) {
+        for (r, (st, acc_r)) in states
+            .iter_mut()
+            .zip(chunks_mut(acc, dv.max(1)))
+            .enumerate()
+        {
+            let i = first + r;
+            let (l, e) = st.finish_row(acc_r, sink(i));
+            if let Some(v) = lse.as_deref_mut().and_then(|x| x.get_mut(i)) {
+                *v = l;
+            }
+            if let Some(v) = entropy.as_deref_mut().and_then(|x| x.get_mut(i)) {
+                *v = e;
+            }
+        }
     }
 
     /// Combines with the state over another, disjoint range of keys: afterwards this state

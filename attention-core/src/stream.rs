@@ -4,13 +4,15 @@
 //! online steps, so the same bits.
 
 use softmax_core::backend::Backend;
-use softmax_core::chunks::{chunks, chunks_mut};
+use softmax_core::chunks::chunks;
 use softmax_core::{simd, Float};
 
 use crate::error::Error;
 use crate::math::alibi_slope;
 use crate::options::{DecodeOptions, Output};
-use crate::plan::{check_heads, check_len, mul, part, part_mut, resolve_scale, Rule, SlotMap};
+use crate::plan::{
+    check_heads, check_len, check_output, mul, part, part_mut, resolve_scale, Rule, SlotMap,
+};
 use crate::state::QueryState;
 use crate::tile::{tiles, Keys, Mods, Row, Tile, TQ};
 
@@ -171,13 +173,7 @@ impl Ring {
         }
         let heads = q.len().checked_div(d).unwrap_or(0);
         let group = check_heads(heads, self.hkv)?;
-        check_len("o", mul(heads, dv)?, out.o.len())?;
-        if let Some(l) = &out.lse {
-            check_len("lse", heads, l.len())?;
-        }
-        if let Some(e) = &out.entropy {
-            check_len("entropy", heads, e.len())?;
-        }
+        check_output(&out, heads, dv)?;
         if let Some(z) = opts.sink_logits() {
             check_len("sink_logits", heads, z.len())?;
         }
@@ -230,21 +226,15 @@ impl Ring {
                         let states = states.get_mut(..rows).unwrap_or(&mut []);
                         let acc = o_g.get_mut(r0 * dv..(r0 + rows) * dv).unwrap_or(&mut []);
                         tile.fold(backend, states, acc, want_entropy);
-                        for (r, (st, acc_r)) in states
-                            .iter_mut()
-                            .zip(chunks_mut(acc, dv.max(1)))
-                            .enumerate()
-                        {
-                            let h = h0 + r;
-                            let sink = opts.sink_logits().and_then(|z| z.get(h)).copied();
-                            let (l, e) = st.finish_row(acc_r, sink);
-                            if let Some(v) = lse.as_deref_mut().and_then(|x| x.get_mut(h)) {
-                                *v = l;
-                            }
-                            if let Some(v) = entropy.as_deref_mut().and_then(|x| x.get_mut(h)) {
-                                *v = e;
-                            }
-                        }
+                        QueryState::finish_rows(
+                            states,
+                            acc,
+                            dv,
+                            h0,
+                            |h| opts.sink_logits().and_then(|z| z.get(h)).copied(),
+                            lse.as_deref_mut(),
+                            entropy.as_deref_mut(),
+                        );
                     }
                 },
             );
@@ -440,7 +430,9 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
     Cache<Inline<F, HKV, CAP, D, DV>>
 {
     /// An empty cache: keeping every token (`None`, at most `CAP` of them) or evicting by a
-    /// [`Window`].
+    /// [`Window`]. An endless stream needs `sinks + size <= CAP`; a larger window is accepted
+    /// (a stream that stays shorter never needs the slots), and [`push`](Cache::push) then
+    /// returns [`Error::CacheFull`] when the slots run out before the window evicts.
     ///
     /// # Errors
     ///
@@ -468,7 +460,9 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
 
 impl<'a, F: Float> Cache<Borrowed<'a, F>> {
     /// An empty cache over `k_store` and `v_store` (see [`KvCacheSlice`]), keeping every token
-    /// or evicting by a [`Window`].
+    /// or evicting by a [`Window`]. As for [`KvCache`], a window with `sinks + size` above the
+    /// capacity is accepted, and [`push`](Cache::push) returns [`Error::CacheFull`] when the
+    /// slots run out before it evicts.
     ///
     /// # Errors
     ///

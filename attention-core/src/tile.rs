@@ -96,7 +96,7 @@ impl<F: Float> Row<'_, F> {
             Some(c) => {
                 if let Some(fac) = fac {
                     for (g, &z) in fac.iter_mut().zip(s.iter()) {
-                        *g = m.scale * softcap_slope::<F, B>(z, c);
+                        *g = m.scale * special::softcap_slope(B::default(), z, c);
                     }
                 }
                 for x in s.iter_mut() {
@@ -135,20 +135,6 @@ impl<F: Float> Row<'_, F> {
             }
         }
     }
-}
-
-/// The derivative of the soft-cap `c·tanh(z/c)` with respect to `z`: `sech²(z/c)`, as
-/// `4e/(1 + e)²` with `e = e^(−2|z/c|)`. Unlike `1 − tanh²` (softmax-core's `softcap_grad`,
-/// from the capped value) it keeps its relative precision where the cap saturates (`1 − tanh²`
-/// cancels: at `z/c = 10` it is 8e-9 and `1 − t²` has lost 27 of f64's 53 bits). Within a few
-/// ULP for every `z`; 0 for infinite `z`.
-#[inline(always)]
-pub(crate) fn softcap_slope<F: Float, B: Backend<F>>(z: F, c: F) -> F {
-    let x = (z / c).abs();
-    let e = B::exp(-(x + x));
-    let d = F::ONE + e;
-    let four = F::TWO + F::TWO;
-    four * e / (d * d)
 }
 
 /// Where a tile's keys and values live: key `j`'s `K` row and `V` row.

@@ -343,13 +343,15 @@ fn sink_logits_far_above_every_score_keep_the_keys_part() {
             check_split::<f32>(&c, &r, &what);
             check_split::<f64>(&c, &r, &what);
             if causal == 1 {
-                check_stream(&c, &what);
+                check_stream(&c, gap, &what);
             }
         }
     }
+    // A guard on the cases, not on the crate: the reference outputs checked above must include
+    // tiny ones (below 1e-20, and below f32's normal range), where the old flush showed.
     assert!(
         tiny_outputs[0] > 0 && tiny_outputs[1] > 0,
-        "{tiny_outputs:?}"
+        "the cases no longer reach tiny outputs: {tiny_outputs:?}"
     );
     eprintln!(
         "sink far above the scores: worst error / bound {worst:.3}; tiny outputs {tiny_outputs:?}"
@@ -451,8 +453,8 @@ where
 }
 
 /// The streaming decoder over the same stream (T = S, bottom-right) equals the full pass bit for
-/// bit, sink logits included.
-fn check_stream(c: &Case, what: &str) {
+/// bit, sink logits included (`gap` above the new queries' scores).
+fn check_stream(c: &Case, gap: f64, what: &str) {
     let mut c = c.clone();
     c.t = c.s;
     c.causal = 1;
@@ -460,7 +462,7 @@ fn check_stream(c: &Case, what: &str) {
     c.bias = None;
     let mut rng = Rng(c.s as u64);
     c.q = (0..c.heads * c.t * c.d).map(|_| rng.val(2.0)).collect();
-    c.set_sinks_above_scores(100.0);
+    c.set_sinks_above_scores(gap);
     let (full, _, _) = run::<f32>(&c, false).unwrap();
     let cv = |x: &[f64]| x.iter().map(|&v| v as f32).collect::<Vec<f32>>();
     let (q, k, v) = (cv(&c.q), cv(&c.k), cv(&c.v));
@@ -509,7 +511,11 @@ fn check_stream(c: &Case, what: &str) {
             }
         }
     }
-    assert!(tiny > 0, "{what}: the stream produced no tiny output");
+    // Gaps of 80 and 100 put the outputs below 1e-30 yet inside f32's range (where the old
+    // flush showed); at 60 they are larger, at 200 below the range (0 in both passes).
+    if (70.0..=110.0).contains(&gap) {
+        assert!(tiny > 0, "{what}: the stream produced no tiny output");
+    }
 }
 
 fn tiny(t: usize, s: usize) -> Case {
