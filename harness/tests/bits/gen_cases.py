@@ -3,14 +3,14 @@
 op of the protocol (softmax family, losses, attention), f32 and f64, with their options, edge
 values and a few structural errors.
 
-The answers of `harness conform` to these lines are committed next to them (expected.jsonl) and
-`harness/tests/bits.rs` requires every answer to stay identical, byte for byte: the regression
-fixture that protects the result bits through refactorings. Regenerate the answers only when a
+A 64-bit digest of each answer of `harness conform` to these lines is committed next to them
+(conform_expected.txt, one line per request; the last line of cases.jsonl is deliberately not
+JSON) and `harness/tests/bits.rs` requires every answer to stay identical, byte for byte: the
+regression fixture that protects the result bits through refactorings. Re-record only when a
 change is meant to change bits (say which cases and why in the commit):
 
     python3 harness/tests/bits/gen_cases.py            # only if the case list itself changes
-    cargo run --release -p harness -- conform < harness/tests/bits/cases.jsonl \
-        > harness/tests/bits/expected.jsonl
+    SOFTMAX_BITS_BLESS=1 cargo test -p harness --test bits
 
 Uses only Python's standard library (random.Random with a fixed seed); the generated file is
 committed, so nothing here runs in CI.
