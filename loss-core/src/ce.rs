@@ -69,6 +69,16 @@ impl<'w, F: Float> Consts<'w, F> {
         }
     }
 
+    /// The z-loss term `z·lse²` of a row (0 without z-loss, also for an infinite `lse`).
+    #[inline(always)]
+    pub(crate) fn z_loss(&self, lse: F) -> F {
+        if self.zl > F::ZERO {
+            self.zl * lse * lse
+        } else {
+            F::ZERO
+        }
+    }
+
     /// The weight of class `c` (1 without weights, NaN past the weights' end).
     #[inline(always)]
     pub(crate) fn w(&self, c: usize) -> F {
@@ -176,11 +186,7 @@ pub(crate) fn streamed_row<F: Float, B: Backend<F>>(
         };
         ce += k.eps_c * smooth;
     }
-    let z = if k.zl > F::ZERO {
-        k.zl * lse * lse
-    } else {
-        F::ZERO
-    };
+    let z = k.z_loss(lse);
     RowLoss {
         ce,
         z,
@@ -330,11 +336,7 @@ pub(crate) fn row_grad<F: Float, B: Backend<F>>(
         };
         ce += k.eps_c * smooth;
     }
-    let z = if k.zl > F::ZERO {
-        k.zl * lse * lse
-    } else {
-        F::ZERO
-    };
+    let z = k.z_loss(lse);
 
     // The gradient (RowGrad's formula), times the soft-cap's derivative.
     let rg = RowGrad::new(k, t, lse);
@@ -411,11 +413,7 @@ fn row_loss<F: Float, B: Backend<F>>(
         };
         ce += k.eps_c * smooth;
     }
-    let z = if k.zl > F::ZERO {
-        k.zl * lse * lse
-    } else {
-        F::ZERO
-    };
+    let z = k.z_loss(lse);
     let entropy = if want_entropy {
         rz.entropy(&st)
     } else {
@@ -762,11 +760,7 @@ fn row_probs<F: Float, B: Backend<F>>(
             k.w(c) * (k.keep * tp.get(c).copied().unwrap_or(F::NAN) + k.eps_c)
         })
     };
-    let z = if k.zl > F::ZERO {
-        k.zl * lse * lse
-    } else {
-        F::ZERO
-    };
+    let z = k.z_loss(lse);
     RowLoss {
         ce,
         z,

@@ -58,21 +58,31 @@ pub(crate) fn softmax_lse<F: Float, B: Backend<F>>(mut io: impl Io<F>) -> F {
         fill_limit(io, sc);
         return select(sc.nan, F::NAN, sc.max);
     }
-    let m = sc.max;
+    let st = stored_lse::<F, B, _>(&mut io, kernel::Unit, sc.max);
+    let inv = st.inv_sum() * kernel::untop::<F>();
+    io.update(|y| y * inv);
+    st.finish()
+}
+
+/// The terms `e^(d)·2^TOP` of a row with the finite maximum `m`, stored in the output and summed
+/// there with the maxima apart ([`kernel::SplitSum`]): the row's normaliser, as a state.
+#[inline(always)]
+fn stored_lse<F: Float, B: Backend<F>, S: Scale<F>>(
+    io: &mut impl Io<F>,
+    s: S,
+    m: F,
+) -> LogSumExp<F, B> {
     let mut sum = kernel::SplitSum::new();
     io.map_sum(
         #[inline(always)]
-        |c| kernel::term_chunk::<F, B, kernel::Unit, { kernel::EXP_W }>(kernel::Unit, m, c),
+        |c| kernel::term_chunk::<F, B, S, { kernel::EXP_W }>(s, m, c),
         #[inline(always)]
-        |x| kernel::term::<F, B, kernel::Unit>(kernel::Unit, m, x),
+        |x| kernel::term::<F, B, S>(s, m, x),
         #[inline(always)]
         |block| sum.add(block),
     );
     let (hi, lo) = sum.finish();
-    let st = LogSumExp::<F, B>::from_parts(m, hi, lo);
-    let inv = st.inv_sum() * kernel::untop::<F>();
-    io.update(|y| y * inv);
-    st.finish()
+    LogSumExp::<F, B>::from_parts(m, hi, lo)
 }
 
 /// The distribution of a row without a finite maximum, which needs no exp: NaN everywhere if
@@ -112,18 +122,7 @@ pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>, I: Io<F>>(mut io
     if I::SCRATCH_OUT {
         let sc = kernel::scan(io.src());
         if sc.max.is_finite() && !sc.nan {
-            let m = sc.max;
-            let mut sum = kernel::SplitSum::new();
-            io.map_sum(
-                #[inline(always)]
-                |c| kernel::term_chunk::<F, B, S, { kernel::EXP_W }>(s, m, c),
-                #[inline(always)]
-                |x| kernel::term::<F, B, S>(s, m, x),
-                #[inline(always)]
-                |block| sum.add(block),
-            );
-            let (hi, lo) = sum.finish();
-            let st = LogSumExp::<F, B>::from_parts(m, hi, lo);
+            let st = stored_lse::<F, B, S>(&mut io, s, sc.max);
             let l = st.ln_sum();
             io.map(|x| st.log_prob_scaled(s, x, l));
             return;
