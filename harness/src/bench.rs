@@ -551,6 +551,92 @@ fn candle(op: Op, x: &[f32], rows: usize, n: usize) -> Contender<'static> {
 }
 
 /// One measured row of the table.
+/// The quantized softmax (softmax-core `quant`, TFLM's bits) beside the f32 kernels on the same
+/// logits: 1024 rows of 16 and of 256 logits uniform in [−4, 4] (a classifier head's range),
+/// quantized to int8 with scale 1/16 and to int16 with scale 1/4096; the f32 contenders take the
+/// dequantized logits. The twice-computing row is TFLM's reference loop as written
+/// (`softmax_suite::softmax_s8_twice`): the exp-once speed-up is its time over ours.
+fn quantized(
+    out: &mut impl Write,
+    fast: bool,
+    results: &mut Vec<serde_json::Value>,
+) -> io::Result<()> {
+    use softmax_core::quant::{softmax_s16, softmax_s8, softmax_s8_s16, S16Params, S8Params};
+    let p8 = S8Params::prepare(1.0 / 16.0, 1.0).map_err(io::Error::other)?;
+    let p16 = S16Params::prepare(1.0 / 4096.0, 1.0).map_err(io::Error::other)?;
+    for (rows, n) in [(1024usize, 16usize), (1024, 256)] {
+        let len = rows * n;
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let logits: Vec<f32> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                ((state >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
+            })
+            .collect();
+        let x8: Vec<i8> = logits
+            .iter()
+            .map(|&v| (v * 16.0).round().clamp(-128.0, 127.0) as i8)
+            .collect();
+        let x16: Vec<i16> = logits
+            .iter()
+            .map(|&v| (v * 4096.0).round() as i16)
+            .collect();
+        let deq: Vec<f32> = x8.iter().map(|&q| q as f32 / 16.0).collect();
+        let (y8, y16, y32, yf) = (
+            RefCell::new(vec![0i8; len]),
+            RefCell::new(vec![0i16; len]),
+            RefCell::new(vec![0i32; len]),
+            RefCell::new(vec![0f32; len]),
+        );
+        let scratch = RefCell::new(vec![0i32; n]);
+        let mut cs = vec![
+            ours("int8 → int8 (quant::softmax_s8)".into(), || {
+                let _ = softmax_s8(
+                    &p8,
+                    black_box(&x8),
+                    n,
+                    &mut scratch.borrow_mut(),
+                    &mut y8.borrow_mut(),
+                );
+            }),
+            ours("int8 → int8, exp twice (TFLM's loop)".into(), || {
+                let _ = suite::softmax_s8_twice(&p8, black_box(&x8), n, 8, &mut y32.borrow_mut());
+            }),
+            ours("int8 → int16 (quant::softmax_s8_s16)".into(), || {
+                let _ = softmax_s8_s16(
+                    &p8,
+                    black_box(&x8),
+                    n,
+                    &mut scratch.borrow_mut(),
+                    &mut y16.borrow_mut(),
+                );
+            }),
+            ours("int16 → int16 (quant::softmax_s16)".into(), || {
+                let _ = softmax_s16(&p16, black_box(&x16), n, &mut y16.borrow_mut());
+            }),
+        ];
+        let (deq, yf) = (&deq, &yf);
+        for &(name, f) in SOFTMAX.iter().take(2) {
+            cs.push(ours(
+                format!("f32 {name} (dequantized logits)"),
+                move || f(black_box(deq), &mut yf.borrow_mut(), n),
+            ));
+        }
+        let rows_out = sample(&mut cs, len, if fast { 3 } else { 25 })?;
+        drop(cs);
+        let heading = format!("quantized softmax {rows}×{n} (logits uniform in [−4, 4]; int8 scale 1/16, int16 1/4096)");
+        print_rows(out, &heading, "value", &rows_out, None, results)?;
+        writeln!(
+            out,
+            "  exp once vs TFLM's twice-computing loop: {:.2}× faster",
+            rows_out[1].median / rows_out[0].median
+        )?;
+    }
+    Ok(())
+}
+
 struct Row {
     name: String,
     kind: Kind,
@@ -558,8 +644,9 @@ struct Row {
     iqr: f64,
 }
 
-/// Prints the table (and writes the JSON). `fast` shortens the run to a smoke test.
-pub fn run(out: &mut impl Write, fast: bool) -> io::Result<()> {
+/// Prints the table (and writes the JSON). `fast` shortens the run to a smoke test;
+/// `quantized_only` runs only the quantized softmax section.
+pub fn run(out: &mut impl Write, fast: bool, quantized_only: bool) -> io::Result<()> {
     let started = Instant::now();
     let dir = bench_dir();
     std::fs::create_dir_all(&dir)?;
@@ -614,7 +701,12 @@ pub fn run(out: &mut impl Write, fast: bool) -> io::Result<()> {
          vs ORT: onnxruntime's time / this time (> 1 = faster than onnxruntime); vs copy: this time / memory copy's"
     )?;
     let mut results = Vec::new();
-    for op in [Op::Softmax, Op::LogSoftmax] {
+    let ops: &[Op] = if quantized_only {
+        &[]
+    } else {
+        &[Op::Softmax, Op::LogSoftmax]
+    };
+    for &op in ops {
         let kernels = match op {
             Op::Softmax => SOFTMAX,
             Op::LogSoftmax => LOG_SOFTMAX,
@@ -731,7 +823,10 @@ pub fn run(out: &mut impl Write, fast: bool) -> io::Result<()> {
             }
         }
     }
-    built_on_skeleton(out, &mut ort, &dir, fast, &mut results)?;
+    if !quantized_only {
+        built_on_skeleton(out, &mut ort, &dir, fast, &mut results)?;
+    }
+    quantized(out, fast, &mut results)?;
     let doc = json!({
         "cpu": cpu_name(),
         "arch": std::env::consts::ARCH,

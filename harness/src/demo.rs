@@ -285,6 +285,7 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
         fmt_num(dx.iter().sum::<f32>() as f64)
     )?;
     fast_variant(out)?;
+    quantized_head(out)?;
     crate::demo_loss::run(out)?;
     crate::demo_attention::run(out)?;
     writeln!(
@@ -344,5 +345,118 @@ fn fast_variant(out: &mut impl Write) -> std::io::Result<()> {
          below AVX2+FMA the fast variant runs its portable reference, with a software fused \
          multiply-add: slow, but the same bits)",
         softmax_core::simd::level().name()
+    )
+}
+
+/// A quantized classifier head as a microcontroller runs it: int8 logits in, int8 (and int16)
+/// probabilities out, bit for bit TensorFlow Lite Micro's kernels, next to the f32 softmax of the
+/// dequantized logits.
+fn quantized_head(out: &mut impl Write) -> std::io::Result<()> {
+    use softmax_core::quant::{softmax_s16, softmax_s8, softmax_s8_s16, S16Params, S8Params};
+    section(
+        out,
+        "Quantized classifier head: int8 logits → int8 probabilities (TFLM / CMSIS-NN bits)",
+        "softmax-core quant",
+    )?;
+    // 2000 rows of 12 classes (a keyword-spotting head): logits N(0, 1.5²) with the true class
+    // raised by 3, quantized with scale 1/16 (int8) and 1/4096 (int16) as a converter would.
+    let (rows, n) = (2000usize, 12usize);
+    let mut rng = suite::SplitMix64::new(12);
+    let mut logits = vec![0f32; rows * n];
+    for row in logits.chunks_exact_mut(n) {
+        let hot = rng.below(n);
+        for (j, v) in row.iter_mut().enumerate() {
+            // Box–Muller from two uniforms.
+            let (u1, u2) = (1.0 - rng.unit(), rng.unit());
+            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            *v = (1.5 * z + if j == hot { 3.0 } else { 0.0 }) as f32;
+        }
+    }
+    let (s8, s16) = (1.0f32 / 16.0, 1.0f32 / 4096.0);
+    let x8: Vec<i8> = logits
+        .iter()
+        .map(|&v| (v / s8).round().clamp(-128.0, 127.0) as i8)
+        .collect();
+    let x16: Vec<i16> = logits
+        .iter()
+        .map(|&v| (v / s16).round().clamp(-32768.0, 32767.0) as i16)
+        .collect();
+    let p8 = S8Params::prepare(s8, 1.0).expect("valid scale");
+    let p16 = S16Params::prepare(s16, 1.0).expect("valid scale");
+    let mut scratch = vec![0i32; n];
+    let mut y8 = vec![0i8; rows * n];
+    let mut y8_16 = vec![0i16; rows * n];
+    let mut y16 = vec![0i16; rows * n];
+    softmax_s8(&p8, &x8, n, &mut scratch, &mut y8).expect("valid batch");
+    softmax_s8_s16(&p8, &x8, n, &mut scratch, &mut y8_16).expect("valid batch");
+    softmax_s16(&p16, &x16, n, &mut y16).expect("valid batch");
+    writeln!(
+        out,
+        "  Prepare(scale 1/16, β 1): input_multiplier {}, input_left_shift {}, diff_min {}",
+        p8.input_multiplier(),
+        p8.input_left_shift(),
+        p8.diff_min()
+    )?;
+    let row0: Vec<f32> = x8[..n].iter().map(|&q| q as f32 * s8).collect();
+    writeln!(out, "  row 0 logits (dequantized)     {}", fmt_row(&row0))?;
+    let q0: Vec<String> = y8[..n].iter().map(|v| v.to_string()).collect();
+    writeln!(out, "  row 0 int8 probabilities       [{}]", q0.join(", "))?;
+    let deq0: Vec<f32> = y8[..n]
+        .iter()
+        .map(|&q| (q as f32 + 128.0) / 256.0)
+        .collect();
+    writeln!(out, "  … as probabilities (q+128)/256 {}", fmt_row(&deq0))?;
+    // Against the f32 softmax of the same dequantized logits, in output quanta.
+    let compare = |x_deq: &[f32], probs: &dyn Fn(usize) -> f64, quantum: f64| {
+        let mut reference = vec![0f32; rows * n];
+        rows::softmax(Poly, x_deq, &mut reference, &Rows::new(n)).expect("valid batch");
+        let (mut worst, mut sq, mut same_argmax) = (0f64, 0f64, 0usize);
+        for (r, want) in reference.chunks_exact(n).enumerate() {
+            let got: Vec<f64> = (0..n).map(|j| probs(r * n + j)).collect();
+            for (g, &w) in got.iter().zip(want) {
+                let e = (g - w as f64).abs() / quantum;
+                worst = worst.max(e);
+                sq += e * e;
+            }
+            let arg = |v: &[f64]| (0..n).fold(0, |b, j| if v[j] > v[b] { j } else { b });
+            let want64: Vec<f64> = want.iter().map(|&w| w as f64).collect();
+            same_argmax += usize::from(got[arg(&got)] == got[arg(&want64)]);
+        }
+        (worst, (sq / (rows * n) as f64).sqrt(), same_argmax)
+    };
+    let deq8: Vec<f32> = x8.iter().map(|&q| q as f32 * s8).collect();
+    let deq16: Vec<f32> = x16.iter().map(|&q| q as f32 * s16).collect();
+    for (name, (worst, rms, same), quantum) in [
+        (
+            "int8 → int8  (quantum 1/256)",
+            compare(&deq8, &|i| (y8[i] as f64 + 128.0) / 256.0, 1.0 / 256.0),
+            256.0,
+        ),
+        (
+            "int8 → int16 (quantum 1/65536)",
+            compare(
+                &deq8,
+                &|i| (y8_16[i] as f64 + 32768.0) / 65536.0,
+                1.0 / 65536.0,
+            ),
+            65536.0,
+        ),
+        (
+            "int16 → int16 (quantum 1/32768)",
+            compare(&deq16, &|i| y16[i] as f64 / 32768.0, 1.0 / 32768.0),
+            32768.0,
+        ),
+    ] {
+        writeln!(
+            out,
+            "  {name:<32} vs f32 softmax of the dequantized logits: worst {worst:.2} quanta \
+             ({:.1e}), RMS {rms:.2} quanta; top class agrees in {same}/{rows} rows",
+            worst / quantum
+        )?;
+    }
+    writeln!(
+        out,
+        "  ({rows} rows of {n} classes; the int8 kernels evaluate each fixed-point exp once, TFLM twice: \
+         same bits, `harness bench --quantized` times both)"
     )
 }

@@ -4,6 +4,7 @@
 //! cargo run --release -p harness              # demo: the softmax family on the seeds' examples
 //! cargo run --release -p harness -- conform   # JSON-lines protocol of harness/CONFORMANCE.md
 //! cargo run --release -p harness -- bench     # the peer table (onnxruntime, candle, memory)
+//! cargo run --release -p harness -- bench --quantized   # only the int8/int16 softmax rows
 //! ```
 
 mod bench;
@@ -43,8 +44,9 @@ fn main() -> ExitCode {
         }
         Some("bench") => {
             let out = io::stdout();
-            let fast = args.get(1).is_some_and(|a| a == "--quick");
-            match bench::run(&mut out.lock(), fast) {
+            let fast = args.iter().skip(1).any(|a| a == "--quick");
+            let quantized_only = args.iter().skip(1).any(|a| a == "--quantized");
+            match bench::run(&mut out.lock(), fast, quantized_only) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("harness bench: {e}");
@@ -53,7 +55,7 @@ fn main() -> ExitCode {
             }
         }
         Some("-h" | "--help" | "help") => {
-            println!("usage: harness [demo | conform | bench [--quick]]");
+            println!("usage: harness [demo | conform | bench [--quick] [--quantized]]");
             ExitCode::SUCCESS
         }
         Some(other) => {

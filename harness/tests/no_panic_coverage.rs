@@ -133,6 +133,12 @@ fn has_self(sig: &str) -> bool {
     ident(p) == "self"
 }
 
+/// The rest of a line that declares a public function (`pub fn` or `pub const fn`).
+fn pub_fn(line: &str) -> Option<&str> {
+    line.strip_prefix("pub fn ")
+        .or_else(|| line.strip_prefix("pub const fn "))
+}
+
 /// The requirements that one source file of softmax-core imposes. `module` is how its free
 /// functions are reached from outside (`softmax_core`, `rows`, `array`).
 fn requirements(file: &str, text: &str, module: &str) -> Vec<Required> {
@@ -195,7 +201,7 @@ fn requirements(file: &str, text: &str, module: &str) -> Vec<Required> {
                 }
             }
             Some((ty, false, d)) if depth == *d && !ty.is_empty() => {
-                if let Some(rest) = t.strip_prefix("pub fn ") {
+                if let Some(rest) = pub_fn(t) {
                     let name = ident(rest);
                     let pattern = if has_self(&sig()) {
                         format!(".{name}(")
@@ -209,7 +215,7 @@ fn requirements(file: &str, text: &str, module: &str) -> Vec<Required> {
                 }
             }
             None if depth == 0 => {
-                if let Some(rest) = t.strip_prefix("pub fn ") {
+                if let Some(rest) = pub_fn(t) {
                     let name = ident(rest);
                     out.push(Required {
                         pattern: format!("{module}::{name}("),
@@ -273,6 +279,9 @@ fn all_requirements() -> Vec<Required> {
         ("fast/mod.rs", "fast"),
         ("fast/passes.rs", "fast"),
         ("online.rs", "softmax_core"),
+        ("quant/mod.rs", "quant"),
+        ("quant/lut.rs", "quant"),
+        ("quant/fixed.rs", "fixed"),
     ]
     .iter()
     .map(|(f, m)| (f.to_string(), m.to_string()))

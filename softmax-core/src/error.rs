@@ -48,6 +48,13 @@ pub enum Error {
     /// A shape's product of dimensions (e.g. `n·k` in [`linalg`](crate::linalg)) overflows
     /// `usize`: no buffer can have that length.
     ShapeOverflow,
+    /// [`quant`](crate::quant): quantization parameters TensorFlow Lite Micro's Prepare has no
+    /// answer for (a scale or β that is not positive and finite, int8 input with
+    /// `β·s·2²⁶ <= 1`, an int16 left shift of 16 or more), or raw parameters that would overflow.
+    InvalidQuantization,
+    /// [`quant`](crate::quant): a row whose fixed-point sum of exps overflows its int32
+    /// accumulator, or (int8 output) reaches 2²⁸, where TFLM's reference aborts.
+    QuantizedSumOverflow,
 }
 
 impl core::fmt::Display for Error {
@@ -74,6 +81,12 @@ impl core::fmt::Display for Error {
                 f.write_str("target entropy is outside the range softmax(x/τ) can reach")
             }
             Error::ShapeOverflow => f.write_str("the dimensions' product overflows usize"),
+            Error::InvalidQuantization => f.write_str(
+                "quantization parameters outside what TensorFlow Lite Micro's Prepare accepts",
+            ),
+            Error::QuantizedSumOverflow => f.write_str(
+                "the row's fixed-point sum of exps overflows (TensorFlow Lite Micro has no answer)",
+            ),
         }
     }
 }

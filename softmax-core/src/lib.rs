@@ -133,6 +133,7 @@ pub mod linalg;
 mod lse;
 mod online;
 mod op;
+pub mod quant;
 pub mod rows;
 pub mod simd;
 mod slice;

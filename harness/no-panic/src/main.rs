@@ -16,6 +16,7 @@
 
 mod attention;
 mod loss;
+mod quant;
 
 use core::fmt::{self, Write};
 use core::hint::black_box;
@@ -339,6 +340,8 @@ fn errors() {
             len: black_box(5),
             n: black_box(2),
         },
+        Error::InvalidQuantization,
+        Error::QuantizedSumOverflow,
     ];
     for e in black_box(all) {
         let _ = write!(sink, "{e} {e:?}");
@@ -404,6 +407,7 @@ fn main() -> ! {
         fast();
         loss::probe();
         attention::probe();
+        quant::probe();
     }
     // The self-test: one (element type, backend) pair, so it links in a fraction of the time of
     // the full probe, plus one certain panic path. It must not link.

@@ -51,6 +51,7 @@
 
 mod attention;
 mod loss;
+mod quant;
 mod request;
 mod softmax;
 mod wire;
@@ -208,7 +209,17 @@ const OPS: &[Op] = &[
         f32: softmax::sparsemax::<f32>,
         f64: Some(softmax::sparsemax::<f64>),
     },
+    // Integer in, integer out: no dtype (see NO_DTYPE).
+    Op {
+        name: "softmax_quantized",
+        fields: quant::FIELDS,
+        f32: quant::softmax_quantized,
+        f64: None,
+    },
 ];
+
+/// Ops whose types come from their own fields: a `dtype` field is `invalid_param` for them.
+const NO_DTYPE: &[&str] = &["softmax_quantized"];
 
 /// Reads cases from `input`, writes one answer line per case to `out`.
 ///
@@ -342,6 +353,12 @@ fn respond(
             Value::String(unknown.clone()),
             op.name,
             allowed.join(", ")
+        )));
+    }
+    if NO_DTYPE.contains(&op.name) && fields.contains_key("dtype") {
+        return Err(Failure::invalid_param(format!(
+            "op `{}` takes no `dtype` (its integer types are `input_type` and `output_type`)",
+            op.name
         )));
     }
     let handler = match fields.get("dtype") {

@@ -54,10 +54,12 @@ mod digest;
 mod family;
 mod gen;
 mod loss;
+mod quant;
 mod rng;
 
 pub use digest::{Digest, Feed};
 pub use gen::{fill, fill_bias, fill_keep, Dist, Elem, RowSpec, BATCH_DISTS, CAP, ROWS};
+pub use quant::softmax_s8_twice;
 pub use rng::SplitMix64;
 
 use family::*;
@@ -212,6 +214,10 @@ pub const CASES: &[Case] = case_table! {
         "attention/masks/f32" => attention::masks,
         "attention/stream/f32" => attention::stream,
         "attention/backward/f32" => attention::backward,
+        // softmax-core's quantized softmax (harness/suite/src/quant.rs):
+        "quant/s8" => quant::s8,
+        "quant/s16" => quant::s16,
+        "quant/primitives" => quant::primitives,
     ],
 };
 

@@ -373,6 +373,48 @@ emit("err/kv_heads", "attention", q=[0.0] * 12, k=[0.0] * 8, v=[0.0] * 8, heads=
 emit("err/cache_full", "attention_stream", q=[0.0] * 8, k=[0.0] * 8, v=[0.0] * 8, heads=1,
      kv_heads=1, t=2, d=4, dv=4, capacity=1)
 
+# ------------------------------------------------------------------------------------------------
+# Quantized softmax (TFLM semantics). Appended last, with its own generator, so that the cases
+# above keep their inputs.
+# ------------------------------------------------------------------------------------------------
+Q = random.Random(1925)
+for scale, beta in [(0.00392156886, 1.0), (0.1, 1.0), (0.05, 0.5), (0.0078125, 2.0), (0.25, 1.0)]:
+    for out_t in ["int8", "int16"]:
+        for r, n in [(1, 1), (2, 5), (3, 16), (1, 255)]:
+            x = [Q.randint(-128, 127) for _ in range(r * n)]
+            emit(f"quant/s8_{out_t}/{scale}/{beta}/{r}x{n}", "softmax_quantized", x=x, shape=[r, n],
+                 input_type="int8", output_type=out_t, input_scale=scale, beta=beta)
+for scale, beta in [(0.000305175781, 1.0), (3.05175781e-05, 1.0), (0.000244140625, 2.0), (0.01, 0.5),
+                    (4.0, 1.0), (1e-30, 1.0)]:
+    for r, n in [(1, 1), (2, 7), (4, 32)]:
+        x = [Q.randint(-32768, 32767) for _ in range(r * n)]
+        emit(f"quant/s16/{scale}/{beta}/{r}x{n}", "softmax_quantized", x=x, shape=[r, n],
+             input_type="int16", output_type="int16", input_scale=scale, beta=beta)
+emit("quant/s8/extremes", "softmax_quantized", x=[-128, 127, -128, 127, 0], shape=[5],
+     input_type="int8", output_type="int8", input_scale=0.1)
+emit("quant/s8/all_equal", "softmax_quantized", x=[-7] * 12, shape=[3, 4], input_type="int8",
+     output_type="int8", input_scale=0.02)
+emit("quant/s16/extremes", "softmax_quantized", x=[-32768, 32767, 0], shape=[3],
+     input_type="int16", output_type="int16", input_scale=0.0001)
+emit("quant/s8/sum_2^28", "softmax_quantized", x=[3] * 512, shape=[512], input_type="int8",
+     output_type="int8", input_scale=0.1)
+emit("quant/s8_int16/511_at_max", "softmax_quantized", x=[3] * 511, shape=[511],
+     input_type="int8", output_type="int16", input_scale=0.1)
+emit("err/quant/beta_scale", "softmax_quantized", x=[1, 2], shape=[2], input_type="int8",
+     output_type="int8", input_scale=1e-9)
+emit("err/quant/int16_shift", "softmax_quantized", x=[1, 2], shape=[2], input_type="int16",
+     output_type="int16", input_scale=6.0)
+emit("err/quant/int16_to_int8", "softmax_quantized", x=[1, 2], shape=[2], input_type="int16",
+     output_type="int8", input_scale=0.001)
+emit("err/quant/range", "softmax_quantized", x=[1, 128], shape=[2], input_type="int8",
+     output_type="int8", input_scale=0.1)
+emit("err/quant/float", "softmax_quantized", x=[1, 2.0], shape=[2], input_type="int8",
+     output_type="int8", input_scale=0.1)
+emit("err/quant/dtype", "softmax_quantized", x=[1, 2], shape=[2], input_type="int8",
+     output_type="int8", input_scale=0.1, dtype="f32")
+emit("err/quant/shape", "softmax_quantized", x=[1, 2, 3], shape=[2, 2], input_type="int8",
+     output_type="int8", input_scale=0.1)
+
 here = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(here, "cases.jsonl"), "w") as fh:
     for line in OUT:
