@@ -316,8 +316,10 @@ fn fixed_point_exp_and_reciprocal_against_f64() {
         }
         a -= 997;
     }
-    // gemmlowp's exp: a few 2⁻³¹ from the polynomial, then one rounding per barrel multiplier.
-    assert!(worst_abs < 2.5e-7, "worst absolute error {worst_abs:e}");
+    // The bound: the Taylor polynomial's remainder on [−1/4, 0) around −1/8, (1/8)⁵/5! =
+    // 2.54e-7 (times barrel factors <= 1), plus about a dozen roundings of 2⁻³² (the products)
+    // and the barrel constants' own rounding (2⁻³² each, times results <= 1): 2.65e-7.
+    assert!(worst_abs <= 2.65e-7, "worst absolute error {worst_abs:e}");
     let mut worst_rel = 0f64;
     for k in 0..200_000i64 {
         let a = (k * 10_737) as i32; // [0, 1) in Q0.31
@@ -332,9 +334,40 @@ fn fixed_point_exp_and_reciprocal_against_f64() {
     println!("fixed-point exp: worst absolute error {worst_abs:.3e}; 1/(1+x): worst relative {worst_rel:.3e}");
 }
 
+/// gemmlowp's `SaturatingRoundingDoublingHighMul` as its C++ reads: a sign-dependent nudge and
+/// a truncating division (the crate computes it as one floor shift).
+fn gemmlowp_srdhm(a: i32, b: i32) -> i32 {
+    if a == b && a == i32::MIN {
+        return i32::MAX;
+    }
+    let ab = a as i64 * b as i64;
+    let nudge: i64 = if ab >= 0 { 1 << 30 } else { 1 - (1 << 30) };
+    ((ab + nudge) / (1i64 << 31)) as i32
+}
+
 #[test]
 fn primitives_match_their_definitions() {
-    // SRDHM and RoundingDivideByPOT against i128 / exact rational definitions.
+    // SRDHM against gemmlowp's statement, on operands of every magnitude (random bits shifted
+    // right by a random amount) and on the edge values below.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..1_000_000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let a = (state as i32) >> (state >> 59);
+        let b = ((state >> 32) as i32) >> ((state >> 54) & 31);
+        assert_eq!(
+            fixed::saturating_rounding_doubling_high_mul(a, b),
+            gemmlowp_srdhm(a, b),
+            "{a}·{b}"
+        );
+    }
+    // No argument panics (debug builds check overflow): the extreme integer-digit count.
+    assert_eq!(
+        fixed::get_reciprocal(1, i32::MIN).1,
+        i32::MIN.wrapping_sub(31)
+    );
+    // SRDHM and RoundingDivideByPOT on edge values: gemmlowp's statement / the exact rational.
     let samples = [
         i32::MIN,
         i32::MIN + 1,
@@ -353,15 +386,9 @@ fn primitives_match_their_definitions() {
     ];
     for &a in &samples {
         for &b in &samples {
-            let want = if a == i32::MIN && b == i32::MIN {
-                i32::MAX
-            } else {
-                // ⌊(a·b + 2³⁰)/2³¹⌋: ties toward +∞, as VQRDMULH (an arithmetic shift floors).
-                ((a as i128 * b as i128 + (1 << 30)) >> 31) as i32
-            };
             assert_eq!(
                 fixed::saturating_rounding_doubling_high_mul(a, b),
-                want,
+                gemmlowp_srdhm(a, b),
                 "{a}·{b}"
             );
         }
@@ -440,8 +467,8 @@ fn edges_tflm_defines() {
     let p8 = S8Params::prepare(1.0 / 255.0, 1.0).unwrap();
     let p16 = S16Params::prepare(1.0 / 4096.0, 1.0).unwrap();
     let mut scratch = [0i32; 512];
-    // One value: probability one — 127 (int8, clamped from 128), 32767 (int16 from int8: the
-    // clamp at 32767 − 32768 = −1 is not reached... the exact quantum), 32767 (int16: TFLM clamps).
+    // One value: probability one, clamped to the output type's maximum: 128 → 127 (int8),
+    // 65536 − 32768 = 32768 → 32767 (int16 from int8), 32768 → 32767 (int16).
     let mut y8 = [0i8; 1];
     softmax_s8(&p8, &[-128], 1, &mut scratch, &mut y8).unwrap();
     assert_eq!(y8, [127]);
@@ -481,11 +508,7 @@ fn rows_tflm_has_no_answer_for_are_errors() {
     );
     // 511 of them still have an answer: 1/511 of 256 quanta rounds to 1 → −128 + 1.
     softmax_s8(&p8, &x[..511], 511, &mut scratch, &mut y[..511]).unwrap();
-    assert!(
-        y[..511].iter().all(|&v| v == -127 || v == -128),
-        "{:?}",
-        &y[..4]
-    );
+    assert!(y[..511].iter().all(|&v| v == -127), "{:?}", &y[..4]);
     // int16 output has an answer up to the Q12.19 accumulator: 4095 values fit, 4096 overflow.
     let x = vec![0i8; 4096];
     let mut y = vec![0i16; 4096];
@@ -674,6 +697,38 @@ mod properties {
         Ok(())
     }
 
+    /// Each output against the exact softmax `p` of `s·x` (β = 1), in quanta of `1/q`: the final
+    /// rounding (1/2), the sum's Q12.19 roundings and the exps' error (2.65e-7 each, see
+    /// `fixed_point_exp_and_reciprocal_against_f64`) as a relative error of the sum (which is
+    /// at least 1) of at most n·(2⁻²⁰ + 2.65e-7), the reciprocal's 1e-8, the quantized
+    /// multiplier's 2⁻²⁶ in the exponent, and the clamp of the top output (q → q − 1).
+    fn check_elements(
+        x: &[i8],
+        scale: f32,
+        y: &[i64],
+        q: f64,
+        top: i64,
+    ) -> Result<(), TestCaseError> {
+        let n = x.len();
+        let max = *x.iter().max().unwrap() as f64;
+        let e: Vec<f64> = x
+            .iter()
+            .map(|&v| ((v as f64 - max) * scale as f64).exp())
+            .collect();
+        let sum: f64 = e.iter().sum();
+        for (&yi, &ei) in y.iter().zip(&e) {
+            let p = ei / sum;
+            let rel = n as f64 * (2f64.powi(-20) + 2.65e-7) + 1e-8 + 2f64.powi(-26);
+            let bound = 0.5 + q * (p * rel + 2.65e-7) + if yi == top { 0.5 } else { 0.0 };
+            prop_assert!(
+                (yi as f64 - q * p).abs() <= bound,
+                "output {yi} quanta, exact {} (bound {bound})",
+                q * p
+            );
+        }
+        Ok(())
+    }
+
     fn check_monotone<X: Ord + Copy, Y: Ord + Copy + std::fmt::Debug>(
         x: &[X],
         y: &[Y],
@@ -706,6 +761,8 @@ mod properties {
             let sum_err = n as f64 * 2f64.powi(-20);
             check_sum(y8.iter().map(|&v| v as i64 + 128).sum(), 256, n, sum_err)?;
             check_sum(y16.iter().map(|&v| v as i64 + 32768).sum(), 65536, n, sum_err)?;
+            check_elements(&x, scale, &y8.iter().map(|&v| v as i64 + 128).collect::<Vec<_>>(), 256.0, 255)?;
+            check_elements(&x, scale, &y16.iter().map(|&v| v as i64 + 32768).collect::<Vec<_>>(), 65536.0, 65535)?;
             check_monotone(&x, &y8)?;
             check_monotone(&x, &y16)?;
             // The same row moved by a constant that keeps it in range.

@@ -321,8 +321,40 @@ pub(crate) struct Scan<F> {
 }
 
 /// The max pass.
+///
+/// On scalar cores ([`LANE_PARALLEL`] false) one running maximum in a register, then the lane
+/// pass only when that maximum is a zero: the lane combine decides which zero's sign the row
+/// keeps, and any other maximum has only one encoding, so the result's bits are the same. The
+/// lane pass alone kept its sixteen maxima and NaN flags in memory there, at four times the
+/// instructions per value.
 #[inline(always)]
 pub(crate) fn scan<F: Float, L: Load<F>>(src: L) -> Scan<F> {
+    if !LANE_PARALLEL {
+        let mut m = F::NEG_INFINITY;
+        let mut nan = false;
+        for x in src.iter() {
+            // One comparison for the common value (not above the running maximum); a new
+            // maximum or a NaN (unordered: the negated comparison is deliberate) takes the
+            // branch. `m` is never NaN.
+            #[allow(clippy::neg_cmp_op_on_partial_ord)]
+            if !(x <= m) {
+                if x.is_nan() {
+                    nan = true;
+                } else {
+                    m = x;
+                }
+            }
+        }
+        if m != F::ZERO {
+            return Scan { max: m, nan };
+        }
+    }
+    scan_lanes(src)
+}
+
+/// The max pass in [`LANES`] lanes combined by [`tree`]: what every target computes.
+#[inline(always)]
+fn scan_lanes<F: Float, L: Load<F>>(src: L) -> Scan<F> {
     let mut m = [F::NEG_INFINITY; LANES];
     let mut nan = [false; LANES];
     for_each_chunk(
@@ -845,10 +877,14 @@ fn block_lanes<F: Float>(v: &[F], f: impl Fn(F) -> F) -> [F; TERM_LANES] {
             }
         }
     } else {
+        // Lane-major, with a plain index loop (a `skip().step_by()` iterator costs three times
+        // the instructions of the addition on a Cortex-M).
         for (j, p) in part.iter_mut().enumerate() {
             let mut acc = F::ZERO;
-            for &x in v.iter().skip(j).step_by(TERM_LANES) {
+            let mut i = j;
+            while let Some(&x) = v.get(i) {
                 acc += f(x);
+                i += TERM_LANES;
             }
             *p = acc;
         }

@@ -56,11 +56,12 @@ mod gen;
 mod loss;
 mod quant;
 mod rng;
+mod twice;
 
 pub use digest::{Digest, Feed};
 pub use gen::{fill, fill_bias, fill_keep, Dist, Elem, RowSpec, BATCH_DISTS, CAP, ROWS};
-pub use quant::softmax_s8_twice;
 pub use rng::SplitMix64;
+pub use twice::softmax_s8_twice;
 
 use family::*;
 use softmax_core::backend::{Libm, MicroMath, Poly};

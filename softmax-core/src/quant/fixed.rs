@@ -34,15 +34,26 @@ pub const fn saturating_rounding_doubling_high_mul(a: i32, b: i32) -> i32 {
     if a == i32::MIN && b == i32::MIN {
         return i32::MAX;
     }
-    let ab = a as i64 * b as i64;
-    let nudge: i64 = if ab >= 0 { 1 << 30 } else { 1 - (1 << 30) };
-    // Truncating division, as C++'s `/`: not an arithmetic shift.
-    ((ab + nudge) / (1i64 << 31)) as i32
+    // gemmlowp writes `trunc((ab + nudge) / 2³¹)` with `nudge = 2³⁰` for `ab >= 0` and
+    // `1 − 2³⁰` below: for integers that is `⌊(ab + 2³⁰) / 2³¹⌋`, one arithmetic shift (for
+    // `ab = −m < 0`, `−⌊(m + 2³⁰ − 1)/2³¹⌋ = −⌈(m − 2³⁰)/2³¹⌉ = ⌊(2³⁰ − m)/2³¹⌋`), which is
+    // smaller and faster on every core than the division's sign fix-up. `harness/tests/quant.rs`
+    // checks it against the floor form on edge and random operands.
+    ((a as i64 * b as i64 + (1 << 30)) >> 31) as i32
+}
+
+/// [`saturating_rounding_doubling_high_mul`] without its saturation test, for the call sites
+/// where one operand can never be `i32::MIN` (a positive constant, a non-negative exp, a
+/// half-denominator that is at least −1): the same value there, and a dozen bytes less code per
+/// site on a Cortex-M (the int8 kernel's flash budget).
+#[inline(always)]
+pub(crate) const fn mul_unsaturated(a: i32, b: i32) -> i32 {
+    ((a as i64 * b as i64 + (1 << 30)) >> 31) as i32
 }
 
 /// `RoundingDivideByPOT(x, exponent)`: `x / 2^exponent` rounded to nearest, ties away from zero
-/// (a rounding arithmetic right shift). `exponent` is taken modulo 32, as the C++ (which asserts
-/// `0 <= exponent <= 31`) would compute it on ARM.
+/// (a rounding arithmetic right shift). `exponent` is taken modulo 32 (the C++ asserts
+/// `0 <= exponent <= 31` and is undefined beyond).
 ///
 /// # Examples
 ///
@@ -115,7 +126,9 @@ pub const fn rounding_half_sum(a: i32, b: i32) -> i32 {
 /// `exp_on_interval_between_negative_one_quarter_and_0_excl`: `exp(a)` for `a ∈ [−1/4, 0)` in
 /// `Q0.31`, by the fourth-order Taylor polynomial around `−1/8`.
 const fn exp_on_interval_between_negative_one_quarter_and_0_excl(a: i32) -> i32 {
-    use saturating_rounding_doubling_high_mul as mul;
+    // `a ∈ [−2²⁹, 0)` (its one caller), so `x ∈ [−2²⁸, 2²⁸)` and its powers are small: no
+    // operand is ever i32::MIN.
+    use mul_unsaturated as mul;
     const CONSTANT_TERM: i32 = 1_895_147_668; // exp(−1/8)
     const CONSTANT_1_OVER_3: i32 = 715_827_883; // 1/3
     let x = a.wrapping_add(1 << 28); // a + 1/8
@@ -140,9 +153,9 @@ const fn exp_on_interval_between_negative_one_quarter_and_0_excl(a: i32) -> i32 
 ///
 /// # Accuracy
 ///
-/// That of gemmlowp: within a few units of `2⁻³¹` of `exp(a)` near 0, relative error below `2⁻²⁴`
-/// down to `exp(−16)`, and `exp(−32) ≈ 1.3·10⁻¹⁴` and below flush to 0 in `Q0.31` —
-/// `harness/tests/quant.rs` compares it with an f64 `exp` over every `Q5.26` argument step.
+/// That of gemmlowp: absolute error at most 2.3·10⁻⁷ (about 490·2⁻³¹) over `[−31, 0]`, measured
+/// by `harness/tests/quant.rs` against an f64 `exp` at every 997th `Q5.26` step and at every
+/// multiple of 1/4 (the barrel shifter's joints); results below 2⁻³¹ round to 0.
 ///
 /// # Examples
 ///
@@ -154,7 +167,8 @@ const fn exp_on_interval_between_negative_one_quarter_and_0_excl(a: i32) -> i32 
 /// ```
 #[inline]
 pub const fn exp_on_negative_values_q5_26(a: i32) -> i32 {
-    use saturating_rounding_doubling_high_mul as mul;
+    // The barrel multipliers are positive constants.
+    use mul_unsaturated as mul;
     const FRACTIONAL_BITS: u32 = 26;
     const ONE_QUARTER: i32 = 1 << (FRACTIONAL_BITS - 2);
     let a_mod_quarter_minus_one_quarter = (a & (ONE_QUARTER - 1)).wrapping_sub(ONE_QUARTER);
@@ -163,21 +177,20 @@ pub const fn exp_on_negative_values_q5_26(a: i32) -> i32 {
         saturating_rounding_multiply_by_pot(a_mod_quarter_minus_one_quarter, 5),
     );
     let remainder = a_mod_quarter_minus_one_quarter.wrapping_sub(a);
-    // The barrel shifter: bit 26 + k of the remainder multiplies by exp(−2^k).
-    const BARREL: [(u32, i32); 7] = [
-        (FRACTIONAL_BITS - 2, 1_672_461_947), // exp(−1/4)
-        (FRACTIONAL_BITS - 1, 1_302_514_674), // exp(−1/2)
-        (FRACTIONAL_BITS, 790_015_084),       // exp(−1)
-        (FRACTIONAL_BITS + 1, 290_630_308),   // exp(−2)
-        (FRACTIONAL_BITS + 2, 39_332_535),    // exp(−4)
-        (FRACTIONAL_BITS + 3, 720_401),       // exp(−8)
-        (FRACTIONAL_BITS + 4, 242),           // exp(−16)
+    // The barrel shifter: bit 26 + k of the remainder (k = −2 … 4) multiplies by exp(−2^k).
+    const BARREL: [i32; 7] = [
+        1_672_461_947, // exp(−1/4)
+        1_302_514_674, // exp(−1/2)
+        790_015_084,   // exp(−1)
+        290_630_308,   // exp(−2)
+        39_332_535,    // exp(−4)
+        720_401,       // exp(−8)
+        242,           // exp(−16)
     ];
     let mut k = 0;
     while k < BARREL.len() {
-        let (bit, multiplier) = BARREL[k];
-        if remainder & (1 << bit) != 0 {
-            result = mul(result, multiplier);
+        if remainder & (1 << (FRACTIONAL_BITS - 2 + k as u32)) != 0 {
+            result = mul(result, BARREL[k]);
         }
         k += 1;
     }
@@ -201,7 +214,9 @@ pub const fn exp_on_negative_values_q5_26(a: i32) -> i32 {
 /// ```
 #[inline]
 pub const fn one_over_one_plus_x_for_x_in_0_1(a: i32) -> i32 {
-    use saturating_rounding_doubling_high_mul as mul;
+    // `half_denominator >= −1` for every `a` (and constants are not i32::MIN): those products
+    // cannot saturate; `x · one_minus` keeps the saturating form.
+    use mul_unsaturated as mul;
     const ONE_Q2_29: i32 = 1 << 29;
     const CONSTANT_48_OVER_17: i32 = 1_515_870_810; // Q2.29
     const CONSTANT_NEG_32_OVER_17: i32 = -1_010_580_540; // Q2.29
@@ -212,7 +227,10 @@ pub const fn one_over_one_plus_x_for_x_in_0_1(a: i32) -> i32 {
         let half_denominator_times_x = mul(half_denominator, x); // Q2.29
         let one_minus = ONE_Q2_29.wrapping_sub(half_denominator_times_x);
         // Q2.29 · Q2.29 = Q4.27, Rescale<2>: a saturating left shift by 2.
-        x = x.wrapping_add(saturating_rounding_multiply_by_pot(mul(x, one_minus), 2));
+        x = x.wrapping_add(saturating_rounding_multiply_by_pot(
+            saturating_rounding_doubling_high_mul(x, one_minus),
+            2,
+        ));
         i += 1;
     }
     // ExactMulByPot<−1> (Q2.29 read as Q1.30), then Rescale<0>: a saturating left shift by 1.
@@ -235,9 +253,10 @@ pub const fn one_over_one_plus_x_for_x_in_0_1(a: i32) -> i32 {
 #[inline]
 pub const fn get_reciprocal(x: i32, x_integer_digits: i32) -> (i32, i32) {
     let headroom_plus_one = (x as u32).leading_zeros();
-    let num_bits_over_unit = x_integer_digits - headroom_plus_one as i32;
-    // A u64 shift: `headroom_plus_one` is 32 for x = 0, where the C++ would be undefined.
-    let shifted = ((x as u32 as u64) << headroom_plus_one) as u32;
+    let num_bits_over_unit = x_integer_digits.wrapping_sub(headroom_plus_one as i32);
+    // `headroom_plus_one` is 32 only for x = 0 (the C++ would be undefined there): a wrapping
+    // shift by 0 then leaves the 0 that any shift of 0 gives.
+    let shifted = (x as u32).wrapping_shl(headroom_plus_one);
     let shifted_sum_minus_one = shifted.wrapping_sub(1 << 31) as i32;
     (
         one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one),

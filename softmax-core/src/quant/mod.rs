@@ -58,10 +58,15 @@
 //! # Where TFLM has no answer: errors
 //!
 //! [`Error::InvalidQuantization`] from Prepare: a scale or β that is not a positive finite
-//! number; int8 input with `β·s·2²⁶ <= 1` (TFLM's `QuantizeMultiplierGreaterThanOne` aborts);
-//! int16 input whose left shift would be 16 or more (`s·β` of about 5 and up: the C++
-//! `diff << shift` overflows int32); `from_raw` values TFLM's Prepare cannot produce in a way that
-//! would overflow. [`Error::QuantizedSumOverflow`] from a kernel: a row whose sum of exps does not
+//! number (the conformance protocol's domain; TFLM would turn β = 0 into a uniform output);
+//! int8 input with `β·s·2²⁶ <= 1` (TFLM's `QuantizeMultiplierGreaterThanOne` aborts); int16
+//! input whose left shift would be 16 or more (`s·β` of 5.00008 and up). From that shift on,
+//! TFLM's int32 `diff · 2^shift` overflows for every row that spans more than `2^(31 − shift)`
+//! input steps, so whether a row has an answer would depend on its contents; this crate (and
+//! `harness conform`, as `shared/CONFORMANCE.md` specifies) refuses the parameters instead.
+//! From `from_raw`: values TFLM's Prepare cannot produce and that would overflow or change the
+//! kernel's meaning (int8: a multiplier that is not positive; shifts out of range).
+//! [`Error::QuantizedSumOverflow`] from a kernel: a row whose sum of exps does not
 //! fit the int32 accumulator (int8 input: Q12.19, possible only with rows of 4096 values or more;
 //! int16: Q16.15, 65549 or more), or — int8 output only — whose Q12.19 sum reaches 2²⁸, about
 //! 512 values at the row's maximum, where TFLM's reference aborts (`TFLITE_CHECK(exponent <=
@@ -102,7 +107,7 @@ pub use lut::{lut_lookup, EXP_LUT, ONE_OVER_ONE_PLUS_X_LUT};
 use crate::error::{check_len, check_rows, Error};
 use fixed::{
     exp_on_negative_values_q5_26, get_reciprocal, multiply_by_quantized_multiplier,
-    rounding_divide_by_pot, saturating_rounding_doubling_high_mul,
+    rounding_divide_by_pot,
 };
 
 /// TFLM's `QuantizeMultiplier(real)` (float version): `real ≈ multiplier · 2^(shift − 31)` with
@@ -131,8 +136,11 @@ pub fn quantize_multiplier(real: f64) -> Result<(i32, i32), Error> {
         return Ok((0, 0));
     }
     let (q, mut shift) = frexp(real.abs());
-    // q ∈ [1/2, 1): q·2³¹ has an ulp of 2⁻²², so adding 1/2 is exact and `as` truncates.
-    let mut q_fixed = (q * 2_147_483_648.0 + 0.5) as i64;
+    // |q| ∈ [1/2, 1): |q|·2³¹ has an ulp of 2⁻²², so adding 1/2 is exact and `as` truncates:
+    // TfLiteRound (half away from zero) of the magnitude, then the sign.
+    let magnitude = (q * 2_147_483_648.0 + 0.5) as i64;
+    let mut q_fixed = if real < 0.0 { -magnitude } else { magnitude };
+    // Only +2³¹ is halved (TFLM compares the signed value): −2³¹ is i32::MIN and stays.
     if q_fixed == 1 << 31 {
         q_fixed /= 2;
         shift += 1;
@@ -140,8 +148,7 @@ pub fn quantize_multiplier(real: f64) -> Result<(i32, i32), Error> {
     if shift < -31 {
         return Ok((0, 0));
     }
-    let signed = if real < 0.0 { -q_fixed } else { q_fixed };
-    Ok((signed as i32, shift))
+    Ok((q_fixed as i32, shift))
 }
 
 /// `frexp` for finite `x > 0`: `(q, e)` with `x = q·2^e`, `q ∈ [1/2, 1)`.
@@ -226,25 +233,30 @@ impl S8Params {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidQuantization`] unless `multiplier > 0`, `0 <= left_shift <= 31` and
-    /// `diff_min <= 0` with `|diff_min|·2^left_shift < 2³¹` (every difference the kernel scales
-    /// fits an i32, as with every `diff_min` TFLM's Prepare produces).
+    /// [`Error::InvalidQuantization`] unless `multiplier > 0`, `0 <= left_shift <= 31`,
+    /// `diff_min <= 0`, and every difference the kernel scales, `d·2^left_shift` for
+    /// `max(diff_min, −255) <= d <= 0`, fits an i32 (as with every `diff_min` TFLM's Prepare
+    /// produces; a `diff_min` below −255 only means no cut-off for int8 input).
     ///
     /// # Examples
     ///
     /// ```
     /// use softmax_core::{quant::S8Params, Error};
     /// assert!(S8Params::from_raw(1_077_952_640, 19, -3968).is_ok());
-    /// assert_eq!(S8Params::from_raw(1_077_952_640, 19, -4096), Err(Error::InvalidQuantization));
+    /// assert!(S8Params::from_raw(1 << 30, 20, -5000).is_ok()); // no cut-off
+    /// // At shift 24 only differences down to −128 fit an i32 (−128·2²⁴ = −2³¹):
+    /// assert!(S8Params::from_raw(1 << 30, 24, -128).is_ok());
+    /// assert_eq!(S8Params::from_raw(1 << 30, 24, -129), Err(Error::InvalidQuantization));
     /// ```
     pub fn from_raw(
         input_multiplier: i32,
         input_left_shift: i32,
         diff_min: i32,
     ) -> Result<Self, Error> {
+        let deepest = i64::from(diff_min).max(-255).unsigned_abs();
         let fits = diff_min <= 0
             && (0..=31).contains(&input_left_shift)
-            && (i64::from(diff_min).unsigned_abs() << input_left_shift) <= i32::MAX as u64;
+            && (deepest << input_left_shift) <= 1 << 31;
         if input_multiplier > 0 && fits {
             Ok(S8Params {
                 multiplier: input_multiplier,
@@ -296,13 +308,14 @@ impl S8Params {
         self.diff_min
     }
 
-    /// `exp(β·s·(x − max))` in Q0.31 for `d = x − max >= diff_min`.
+    /// `exp(β·s·(x − max))` in Q0.31 for `d = x − max >= diff_min`: TFLM's
+    /// `MultiplyByQuantizedMultiplierGreaterThanOne(d, multiplier, shift)` (`d·2^shift` fits an
+    /// i32 by `from_raw`'s check, and `multiplier > 0` cannot saturate), then the exp.
     #[inline]
     fn exp(&self, d: i32) -> i32 {
-        exp_on_negative_values_q5_26(multiply_by_quantized_multiplier(
-            d,
+        exp_on_negative_values_q5_26(fixed::mul_unsaturated(
+            d.wrapping_shl(self.left_shift as u32),
             self.multiplier,
-            self.left_shift,
         ))
     }
 }
@@ -334,7 +347,7 @@ impl S16Params<'static> {
     /// # Errors
     ///
     /// [`Error::InvalidQuantization`] if `input_scale` or `beta` is not positive and finite, or if
-    /// the left shift would be 16 or more (`s·β >= 5` or so: TFLM's `diff << shift` overflows).
+    /// the left shift would be 16 or more (`s·β >= 5.00008`; see the module docs).
     ///
     /// # Examples
     ///
@@ -519,17 +532,18 @@ fn softmax_s8_rows<O: QuantOut>(
         .ok_or(Error::LengthMismatch { expected: n, found })?;
     for (row, out) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
         let max = row.iter().fold(i8::MIN, |m, &v| m.max(v)) as i32;
-        // Q12.19 sum of the exps, in i64 so that an overflow is seen, not wrapped.
-        let mut sum: i64 = 0;
+        // Q12.19 sum of the exps; an overflow is an error, not a wrapped sum.
+        let mut sum: i32 = 0;
         for (&v, e) in row.iter().zip(scratch.iter_mut()) {
             let d = v as i32 - max;
             if d >= params.diff_min {
                 *e = params.exp(d);
                 // Rescale<12> from Q0.31 to Q12.19.
-                sum += rounding_divide_by_pot(*e, 12) as i64;
+                sum = sum
+                    .checked_add(rounding_divide_by_pot(*e, 12))
+                    .ok_or(Error::QuantizedSumOverflow)?;
             }
         }
-        let sum = i32::try_from(sum).map_err(|_| Error::QuantizedSumOverflow)?;
         let (reciprocal, num_bits_over_unit) = get_reciprocal(sum, 12);
         let exponent = num_bits_over_unit + 31 - O::BITS;
         if !(0..=31).contains(&exponent) {
@@ -538,10 +552,9 @@ fn softmax_s8_rows<O: QuantOut>(
         for ((&v, &e), y) in row.iter().zip(scratch.iter()).zip(out.iter_mut()) {
             let d = v as i32 - max;
             *y = O::from_clamped(if d >= params.diff_min {
-                let unsat = rounding_divide_by_pot(
-                    saturating_rounding_doubling_high_mul(reciprocal, e),
-                    exponent as u32,
-                );
+                // e >= 0: the product cannot saturate.
+                let unsat =
+                    rounding_divide_by_pot(fixed::mul_unsaturated(reciprocal, e), exponent as u32);
                 unsat.wrapping_add(O::MIN).clamp(O::MIN, O::MAX)
             } else {
                 O::MIN

@@ -1,0 +1,52 @@
+//! `softmax_core::quant::softmax_s16`: int16 → int16, TFLM's `SoftmaxInt16` (exp and 1/(1+x) lookup
+//! tables), one row of 256 int16 logits uniform over the type's range (input scale 10/65536, β = 1:
+//! the row spans the exp table's [−10, 0]). Prepare included (`S16Params::prepare` on opaque scale
+//! and β): the image minus `quant_s16`'s is Prepare's flash; the output must equal `quant_s16`'s.
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+
+use softmax_core::quant::{softmax_s16, S16Params};
+use softmax_cost::gen::S16_SCALE;
+use softmax_cost::rt::fail;
+use softmax_cost::{bytes, probe, Inputs, Probe, N};
+
+struct P {
+    params: S16Params<'static>,
+    x: &'static [i16; N],
+    y: [i16; N],
+    ok: bool,
+}
+
+impl Probe for P {
+    fn setup(inputs: &'static Inputs) -> Self {
+        let params = match S16Params::prepare(black_box(S16_SCALE), black_box(1.0)) {
+            Ok(p) => p,
+            Err(_) => fail("S16Params::prepare"),
+        };
+        P {
+            params,
+            x: &inputs.i16,
+            y: [0; N],
+            ok: false,
+        }
+    }
+    fn run(&mut self) {
+        self.ok = softmax_s16(
+            &self.params,
+            black_box(&self.x[..]),
+            black_box(N),
+            black_box(&mut self.y[..]),
+        )
+        .is_ok();
+    }
+    fn ok(&self) -> bool {
+        self.ok
+    }
+    fn result(&self) -> &[u8] {
+        bytes(&self.y)
+    }
+}
+
+probe!(P);

@@ -1,0 +1,56 @@
+//! `softmax_core::quant::softmax_s8_s16`: int8 → int16 (zero point −32768, scale 1/65536), TFLM's
+//! kernel, one row of 256 int8 logits uniform over the type's range (input scale 1/16, β = 1), each
+//! exp evaluated once into a scratch of 256 i32. The parameters come from `S8Params::from_raw` with
+//! the values TFLM's Prepare computes (known at compile time, so Prepare's code is not in the
+//! image: the kernel alone).
+#![no_std]
+#![no_main]
+
+use core::hint::black_box;
+
+use softmax_core::quant::{softmax_s8_s16, S8Params};
+use softmax_cost::gen::S8_RAW;
+use softmax_cost::rt::fail;
+use softmax_cost::{bytes, probe, Inputs, Probe, N};
+
+struct P {
+    params: S8Params,
+    x: &'static [i8; N],
+    scratch: [i32; N],
+    y: [i16; N],
+    ok: bool,
+}
+
+impl Probe for P {
+    fn setup(inputs: &'static Inputs) -> Self {
+        let params = match S8Params::from_raw(S8_RAW.0, S8_RAW.1, S8_RAW.2) {
+            Ok(p) => p,
+            Err(_) => fail("S8Params::from_raw"),
+        };
+        P {
+            params,
+            x: &inputs.i8,
+            scratch: [0; N],
+            y: [0; N],
+            ok: false,
+        }
+    }
+    fn run(&mut self) {
+        self.ok = softmax_s8_s16(
+            &self.params,
+            black_box(&self.x[..]),
+            black_box(N),
+            black_box(&mut self.scratch[..]),
+            black_box(&mut self.y[..]),
+        )
+        .is_ok();
+    }
+    fn ok(&self) -> bool {
+        self.ok
+    }
+    fn result(&self) -> &[u8] {
+        bytes(&self.y)
+    }
+}
+
+probe!(P);

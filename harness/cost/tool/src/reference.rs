@@ -1,0 +1,229 @@
+//! The host's check of each probe's result: the same inputs (regenerated from `gen.rs`), an f64
+//! reference, and a tolerance taken from the kernel's documented accuracy (or, for the scalar
+//! baseline and the quantized kernels, a few units of its rounding). A probe whose call was
+//! optimised away, returned an error or computed garbage fails here.
+
+// `!(error <= tolerance)` on purpose: a NaN error fails.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+use crate::gen::{
+    Inputs, Rng, CE_TARGET, D, N, S16_SCALE, S8_SCALE_RECIPROCAL, SEED_KV, TILE_KEYS,
+};
+
+/// What a probe's result bytes hold and how they are checked.
+#[derive(Clone, Copy, Debug)]
+pub enum Check {
+    /// f32 softmax of the f32 row: |y − p| <= rel·p + 1e-30.
+    Softmax { rel: f64 },
+    /// f32 log_softmax of the f32 row: |y − l| <= abs·(1 + |l|).
+    LogSoftmax { abs: f64 },
+    /// int8 probabilities (zero point −128, scale 1/256) of the int8 row.
+    S8,
+    /// int16 probabilities (zero point −32768, scale 1/65536) of the int8 row.
+    S8S16,
+    /// int16 probabilities (scale 1/32768) of the int16 row.
+    S16,
+    /// Cross-entropy gradient (N f32) then the loss.
+    CrossEntropy,
+    /// Attention output (d f32) of the query over the first `keys` tokens.
+    Attention { keys: usize },
+    /// No output (the empty image).
+    Nothing,
+}
+
+/// The inputs every image generates.
+pub fn inputs() -> Inputs {
+    let mut i = Inputs::ZERO;
+    i.fill();
+    i
+}
+
+fn f32s(b: &[u8]) -> Vec<f64> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+        .collect()
+}
+
+fn i16s(b: &[u8]) -> Vec<i32> {
+    b.chunks_exact(2)
+        .map(|c| i16::from_le_bytes([c[0], c[1]]) as i32)
+        .collect()
+}
+
+fn softmax(x: &[f64]) -> Vec<f64> {
+    let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = x.iter().map(|v| (v - m).exp()).collect();
+    let s: f64 = e.iter().sum();
+    e.iter().map(|v| v / s).collect()
+}
+
+fn expect_len(what: &str, got: usize, want: usize) -> Result<(), String> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{what}: {got} result bytes, expected {want}"))
+    }
+}
+
+/// Checks `result`; on success, a short statement of the largest error found.
+pub fn check(kind: Check, inputs: &Inputs, result: &[u8]) -> Result<String, String> {
+    let x: Vec<f64> = inputs.f32.iter().map(|&v| v as f64).collect();
+    match kind {
+        Check::Nothing => {
+            expect_len("empty", result.len(), 0)?;
+            Ok(String::new())
+        }
+        Check::Softmax { rel } => {
+            expect_len("softmax", result.len(), 4 * N)?;
+            let (y, p) = (f32s(result), softmax(&x));
+            let mut worst = 0.0f64;
+            for (i, (&y, &p)) in y.iter().zip(&p).enumerate() {
+                let e = (y - p).abs() / p;
+                if !(e <= rel) {
+                    return Err(format!("softmax[{i}] = {y:e}, f64 reference {p:e}: relative error {e:.2e} > {rel:.1e}"));
+                }
+                worst = worst.max(e);
+            }
+            Ok(format!(
+                "max relative error {worst:.2e} (tolerance {rel:.1e})"
+            ))
+        }
+        Check::LogSoftmax { abs } => {
+            expect_len("log_softmax", result.len(), 4 * N)?;
+            let y = f32s(result);
+            let m = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let lse = m + x.iter().map(|v| (v - m).exp()).sum::<f64>().ln();
+            let mut worst = 0.0f64;
+            for (i, (&y, &v)) in y.iter().zip(&x).enumerate() {
+                let l = v - lse;
+                let e = (y - l).abs() / (1.0 + l.abs());
+                if !(e <= abs) {
+                    return Err(format!("log_softmax[{i}] = {y}, f64 reference {l}: error {e:.2e}·(1 + |l|) > {abs:.1e}"));
+                }
+                worst = worst.max(e);
+            }
+            Ok(format!(
+                "max error {worst:.2e}·(1 + |y|) (tolerance {abs:.1e})"
+            ))
+        }
+        Check::S8 | Check::S8S16 => {
+            let s = 1.0 / S8_SCALE_RECIPROCAL as f64;
+            let xq: Vec<f64> = inputs.i8.iter().map(|&v| v as f64 * s).collect();
+            let p = softmax(&xq);
+            let (q, zero, quantum): (Vec<i32>, f64, f64) = if matches!(kind, Check::S8) {
+                expect_len("softmax_s8", result.len(), N)?;
+                (
+                    result.iter().map(|&b| b as i8 as i32).collect(),
+                    128.0,
+                    1.0 / 256.0,
+                )
+            } else {
+                expect_len("softmax_s8_s16", result.len(), 2 * N)?;
+                (i16s(result), 32768.0, 1.0 / 65536.0)
+            };
+            // TFLM's fixed-point exp and reciprocal, then one rounding to the output: within
+            // one output quantum of the exact softmax of the dequantized input.
+            let tol = quantum;
+            let mut worst = 0.0f64;
+            for (i, (&q, &p)) in q.iter().zip(&p).enumerate() {
+                let e = ((q as f64 + zero) * quantum - p).abs();
+                if !(e <= tol) {
+                    return Err(format!("output[{i}] = {q}: probability {}, f64 reference {p}: error {:.2} quanta > 1", (q as f64 + zero) * quantum, e / quantum));
+                }
+                worst = worst.max(e);
+            }
+            Ok(format!(
+                "max error {:.2} output quanta (tolerance 1)",
+                worst / quantum
+            ))
+        }
+        Check::S16 => {
+            expect_len("softmax_s16", result.len(), 2 * N)?;
+            let s = S16_SCALE as f64;
+            let xq: Vec<f64> = inputs.i16.iter().map(|&v| v as f64 * s).collect();
+            let p = softmax(&xq);
+            let q = i16s(result);
+            let quantum = 1.0 / 32768.0;
+            // Table interpolation (exp over [−10, 0] and 1/(1+x), 513 entries each) and the
+            // output rounding.
+            let tol = quantum;
+            let mut worst = 0.0f64;
+            for (i, (&q, &p)) in q.iter().zip(&p).enumerate() {
+                let e = (q as f64 * quantum - p).abs();
+                if !(e <= tol) {
+                    return Err(format!("output[{i}] = {q}: probability {}, f64 reference {p}: error {:.2} quanta > 1", q as f64 * quantum, e / quantum));
+                }
+                worst = worst.max(e);
+            }
+            Ok(format!(
+                "max error {:.2} output quanta (tolerance 1)",
+                worst / quantum
+            ))
+        }
+        Check::CrossEntropy => {
+            expect_len("cross_entropy", result.len(), 4 * (N + 1))?;
+            let v = f32s(result);
+            let (grad, loss) = (&v[..N], v[N]);
+            let p = softmax(&x);
+            let ref_loss = -p[CE_TARGET].ln();
+            let el = (loss - ref_loss).abs() / (1.0 + ref_loss.abs());
+            if !(el <= 4e-7) {
+                return Err(format!(
+                    "loss {loss}, f64 reference {ref_loss}: error {el:.2e}·(1 + |loss|) > 4e-7"
+                ));
+            }
+            let mut worst = 0.0f64;
+            for (i, (&g, &p)) in grad.iter().zip(&p).enumerate() {
+                // p − onehot: the softmax's relative error in p (the crate's 2e-6 contract,
+                // doubled), plus the rounding of p − 1 to f32.
+                let r = p - if i == CE_TARGET { 1.0 } else { 0.0 };
+                let e = (g - r).abs() / (4e-6 * p + r.abs() / 8_388_608.0);
+                if !(e <= 1.0) {
+                    return Err(format!(
+                        "grad[{i}] = {g}, f64 reference {r}: error {:.2e} > 4e-6·p + 2⁻²³·|g|",
+                        (g - r).abs()
+                    ));
+                }
+                worst = worst.max(e);
+            }
+            Ok(format!(
+                "loss error {el:.2e}·(1 + |loss|) (tolerance 4e-7); max gradient error {worst:.2} of the tolerance 4e-6·p + 2⁻²³·|g|"
+            ))
+        }
+        Check::Attention { keys } => {
+            expect_len("attention", result.len(), 4 * D)?;
+            let o = f32s(result);
+            let q: Vec<f64> = inputs.q.iter().map(|&v| v as f64).collect();
+            let mut kv = Rng::new(SEED_KV);
+            let (mut k, mut v) = ([0.0f32; D], [0.0f32; D]);
+            let mut scores = Vec::with_capacity(keys);
+            let mut vs = Vec::with_capacity(keys);
+            for _ in 0..keys {
+                kv.fill_from(&inputs.f32, &mut k);
+                kv.fill_from(&inputs.f32, &mut v);
+                let dot: f64 = q.iter().zip(&k).map(|(a, &b)| a * b as f64).sum();
+                scores.push(dot / (D as f64).sqrt());
+                vs.push(v.map(|x| x as f64));
+            }
+            let p = softmax(&scores);
+            let max_v = vs.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+            let mut worst = 0.0f64;
+            for (i, &o) in o.iter().enumerate() {
+                let r: f64 = p.iter().zip(&vs).map(|(p, v)| p * v[i]).sum();
+                let e = (o - r).abs() / max_v;
+                if !(e <= 1e-6) {
+                    return Err(format!(
+                        "o[{i}] = {o}, f64 reference {r}: error {e:.2e}·max|v| > 1e-6"
+                    ));
+                }
+                worst = worst.max(e);
+            }
+            Ok(format!("max error {worst:.2e}·max|v| (tolerance 1e-6)"))
+        }
+    }
+}
+
+/// The element counts the probes are built for (`gen.rs`'s constants).
+pub const ROW: u32 = N as u32;
+/// See [`ROW`].
+pub const TILE: u32 = TILE_KEYS as u32;
