@@ -8,3 +8,18 @@ pub mod reference;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The core crates' own READMEs (their crates.io pages), compiled and run as doctests too.
+#[cfg(doctest)]
+#[doc = include_str!("../../softmax-core/README.md")]
+pub struct SoftmaxCoreReadme;
+
+/// See [`SoftmaxCoreReadme`].
+#[cfg(doctest)]
+#[doc = include_str!("../../attention-core/README.md")]
+pub struct AttentionCoreReadme;
+
+/// See [`SoftmaxCoreReadme`].
+#[cfg(doctest)]
+#[doc = include_str!("../../loss-core/README.md")]
+pub struct LossCoreReadme;
