@@ -566,15 +566,8 @@ fn quantized(
     let p16 = S16Params::prepare(1.0 / 4096.0, 1.0).map_err(io::Error::other)?;
     for (rows, n) in [(1024usize, 16usize), (1024, 256)] {
         let len = rows * n;
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let logits: Vec<f32> = (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                ((state >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
-            })
-            .collect();
+        // The bench's logits in [−10, 10), scaled to [−4, 4).
+        let logits: Vec<f32> = bench_input(len).iter().map(|&v| v * 0.4).collect();
         let x8: Vec<i8> = logits
             .iter()
             .map(|&v| (v * 16.0).round().clamp(-128.0, 127.0) as i8)

@@ -61,3 +61,88 @@ macro_rules! probe {
         }
     };
 }
+
+/// A whole probe of a kernel from the f32 row to an f32 row of the same length: `x` and `y`
+/// reach the call through `black_box`, the call's `Result` says whether it ran.
+///
+/// `row_probe!(|x, y| softmax_core::softmax(Poly, x, y));`
+#[macro_export]
+macro_rules! row_probe {
+    (|$x:ident, $y:ident| $call:expr) => {
+        struct P {
+            x: &'static [f32; $crate::N],
+            y: [f32; $crate::N],
+            ok: bool,
+        }
+
+        impl $crate::Probe for P {
+            fn setup(inputs: &'static $crate::Inputs) -> Self {
+                P {
+                    x: &inputs.f32,
+                    y: [0.0; $crate::N],
+                    ok: false,
+                }
+            }
+            fn run(&mut self) {
+                let $x = core::hint::black_box(&self.x[..]);
+                let $y = core::hint::black_box(&mut self.y[..]);
+                self.ok = $call.is_ok();
+            }
+            fn ok(&self) -> bool {
+                self.ok
+            }
+            fn result(&self) -> &[u8] {
+                $crate::bytes(&self.y)
+            }
+        }
+
+        $crate::probe!(P);
+    };
+}
+
+/// A whole probe of a quantized kernel: parameters made in `setup` (not measured), the int8 or
+/// int16 row in, `N` outputs of type `$out`, an `i32` scratch of `N` (for the kernels that keep
+/// their exps; unused by the others, so not `black_box`ed here: a kernel that takes it wraps it
+/// itself). `x` and `y` reach the call through `black_box`.
+///
+/// `quant_probe!(S8Params = params_expr; i8 -> i8; |p, x, scratch, y| softmax_s8(p, x, N, black_box(scratch), y));`
+#[macro_export]
+macro_rules! quant_probe {
+    ($pt:ty = $params:expr; $input:ident -> $out:ty;
+     |$p:ident, $x:ident, $s:ident, $y:ident| $call:expr) => {
+        struct P {
+            params: $pt,
+            x: &'static [$input; $crate::N],
+            scratch: [i32; $crate::N],
+            y: [$out; $crate::N],
+            ok: bool,
+        }
+
+        impl $crate::Probe for P {
+            fn setup(inputs: &'static $crate::Inputs) -> Self {
+                P {
+                    params: $params,
+                    x: &inputs.$input,
+                    scratch: [0; $crate::N],
+                    y: [0; $crate::N],
+                    ok: false,
+                }
+            }
+            fn run(&mut self) {
+                let $p = &self.params;
+                let $x = core::hint::black_box(&self.x[..]);
+                let $s = &mut self.scratch[..];
+                let $y = core::hint::black_box(&mut self.y[..]);
+                self.ok = $call.is_ok();
+            }
+            fn ok(&self) -> bool {
+                self.ok
+            }
+            fn result(&self) -> &[u8] {
+                $crate::bytes(&self.y)
+            }
+        }
+
+        $crate::probe!(P);
+    };
+}

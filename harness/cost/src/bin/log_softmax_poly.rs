@@ -3,36 +3,6 @@
 #![no_std]
 #![no_main]
 
-use core::hint::black_box;
-
 use softmax_core::backend::Poly;
-use softmax_cost::{bytes, probe, Inputs, Probe, N};
 
-struct P {
-    x: &'static [f32; N],
-    y: [f32; N],
-    ok: bool,
-}
-
-impl Probe for P {
-    fn setup(inputs: &'static Inputs) -> Self {
-        P {
-            x: &inputs.f32,
-            y: [0.0; N],
-            ok: false,
-        }
-    }
-    fn run(&mut self) {
-        self.ok =
-            softmax_core::log_softmax(Poly, black_box(&self.x[..]), black_box(&mut self.y[..]))
-                .is_ok();
-    }
-    fn ok(&self) -> bool {
-        self.ok
-    }
-    fn result(&self) -> &[u8] {
-        bytes(&self.y)
-    }
-}
-
-probe!(P);
+softmax_cost::row_probe!(|x, y| softmax_core::log_softmax(Poly, x, y));

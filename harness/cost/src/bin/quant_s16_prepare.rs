@@ -10,43 +10,13 @@ use core::hint::black_box;
 use softmax_core::quant::{softmax_s16, S16Params};
 use softmax_cost::gen::S16_SCALE;
 use softmax_cost::rt::fail;
-use softmax_cost::{bytes, probe, Inputs, Probe, N};
+use softmax_cost::N;
 
-struct P {
-    params: S16Params<'static>,
-    x: &'static [i16; N],
-    y: [i16; N],
-    ok: bool,
-}
-
-impl Probe for P {
-    fn setup(inputs: &'static Inputs) -> Self {
-        let params = match S16Params::prepare(black_box(S16_SCALE), black_box(1.0)) {
-            Ok(p) => p,
-            Err(_) => fail("S16Params::prepare"),
-        };
-        P {
-            params,
-            x: &inputs.i16,
-            y: [0; N],
-            ok: false,
-        }
-    }
-    fn run(&mut self) {
-        self.ok = softmax_s16(
-            &self.params,
-            black_box(&self.x[..]),
-            black_box(N),
-            black_box(&mut self.y[..]),
-        )
-        .is_ok();
-    }
-    fn ok(&self) -> bool {
-        self.ok
-    }
-    fn result(&self) -> &[u8] {
-        bytes(&self.y)
-    }
-}
-
-probe!(P);
+softmax_cost::quant_probe!(
+    S16Params<'static> = match S16Params::prepare(black_box(S16_SCALE), black_box(1.0)) {
+        Ok(p) => p,
+        Err(_) => fail("S16Params::prepare"),
+    };
+    i16 -> i16;
+    |p, x, _scratch, y| softmax_s16(p, x, black_box(N), y)
+);

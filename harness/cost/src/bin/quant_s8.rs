@@ -11,46 +11,13 @@ use core::hint::black_box;
 use softmax_core::quant::{softmax_s8, S8Params};
 use softmax_cost::gen::S8_RAW;
 use softmax_cost::rt::fail;
-use softmax_cost::{bytes, probe, Inputs, Probe, N};
+use softmax_cost::N;
 
-struct P {
-    params: S8Params,
-    x: &'static [i8; N],
-    scratch: [i32; N],
-    y: [i8; N],
-    ok: bool,
-}
-
-impl Probe for P {
-    fn setup(inputs: &'static Inputs) -> Self {
-        let params = match S8Params::from_raw(S8_RAW.0, S8_RAW.1, S8_RAW.2) {
-            Ok(p) => p,
-            Err(_) => fail("S8Params::from_raw"),
-        };
-        P {
-            params,
-            x: &inputs.i8,
-            scratch: [0; N],
-            y: [0; N],
-            ok: false,
-        }
-    }
-    fn run(&mut self) {
-        self.ok = softmax_s8(
-            &self.params,
-            black_box(&self.x[..]),
-            black_box(N),
-            black_box(&mut self.scratch[..]),
-            black_box(&mut self.y[..]),
-        )
-        .is_ok();
-    }
-    fn ok(&self) -> bool {
-        self.ok
-    }
-    fn result(&self) -> &[u8] {
-        bytes(&self.y)
-    }
-}
-
-probe!(P);
+softmax_cost::quant_probe!(
+    S8Params = match S8Params::from_raw(S8_RAW.0, S8_RAW.1, S8_RAW.2) {
+        Ok(p) => p,
+        Err(_) => fail("S8Params::from_raw"),
+    };
+    i8 -> i8;
+    |p, x, scratch, y| softmax_s8(p, x, black_box(N), black_box(scratch), y)
+);
