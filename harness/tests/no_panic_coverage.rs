@@ -282,6 +282,7 @@ fn all_requirements() -> Vec<Required> {
         ("quant/mod.rs", "quant"),
         ("quant/lut.rs", "quant"),
         ("quant/fixed.rs", "fixed"),
+        ("soft/mod.rs", "soft"),
     ]
     .iter()
     .map(|(f, m)| (f.to_string(), m.to_string()))

@@ -17,6 +17,7 @@
 use crate::backend::Backend;
 use crate::float::Float;
 use crate::float::{fast_two_sum, select, two_sum};
+use crate::soft::SOFT;
 
 /// Fixed number of accumulator lanes in every reduction. It is part of the numeric contract:
 /// changing it changes result bits (not accuracy).
@@ -212,6 +213,13 @@ pub(crate) struct Unit;
 impl<F: Float> Scale<F> for Unit {
     #[inline(always)]
     fn shift(self, p: F, m: F) -> (F, F) {
+        if SOFT {
+            // Where every add is a call: Fast2Sum (three adds) after a magnitude comparison in
+            // integer arithmetic. The rounding error is unique, so the pair is TwoSum's.
+            let a_big = p.abs().to_bits().into() >= m.abs().to_bits().into();
+            let (a, b) = if a_big { (p, -m) } else { (-m, p) };
+            return fast_two_sum(a, b);
+        }
         // TwoSum: six adds and no selects, so the difference itself is ready after one add
         // (the tail is only needed late, in the exp's reduction).
         two_sum(p, -m)

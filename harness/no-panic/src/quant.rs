@@ -78,6 +78,12 @@ pub fn probe() {
     used(fixed::get_reciprocal(black_box(0), black_box(i32::MIN)));
     used(fixed::multiply_by_quantized_multiplier(a, b, s));
     used(fixed::multiply_by_quantized_multiplier(a, b, -s));
+
+    // The f32 add and multiply of the soft-float exp (assembly on the Cortex-M0 build).
+    let (fa, fb) = (black_box(1.5f32), black_box(-3.25e-3f32));
+    used(softmax_core::soft::f32_add(fa, fb));
+    used(softmax_core::soft::f32_sub(fa, fb));
+    used(softmax_core::soft::f32_mul(fa, fb));
     used(quant::lut_lookup(black_box(-32768), &quant::EXP_LUT));
     used(quant::quantize_multiplier(black_box(1e-300)));
     used(quant::quantize_multiplier(black_box(f64::NAN)));

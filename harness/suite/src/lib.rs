@@ -56,6 +56,7 @@ mod gen;
 mod loss;
 mod quant;
 mod rng;
+mod soft;
 mod twice;
 
 pub use digest::{Digest, Feed};
@@ -219,6 +220,8 @@ pub const CASES: &[Case] = case_table! {
         "quant/s8" => quant::s8,
         "quant/s16" => quant::s16,
         "quant/primitives" => quant::primitives,
+        // softmax-core's soft-float add and multiply (harness/suite/src/soft.rs):
+        "soft/ops" => soft::ops,
     ],
 };
 

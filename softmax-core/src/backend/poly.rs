@@ -11,6 +11,7 @@
 
 use super::Backend;
 use crate::float::fast_two_sum;
+use crate::soft::{Arith, Soft, SOFT};
 
 /// The crate's own polynomial exp/ln: branch-free, auto-vectorising, accurate.
 ///
@@ -131,33 +132,97 @@ fn exp_neg_f32(x: f32, tail: f32) -> f32 {
 /// `q = a + r²·c` in Estrin's form, rounds almost only once (max 0.943 ULP, exhaustive over every
 /// f32 `x` in [-106, 212]; the plain `1 + (r + r²·q)` reaches 1.03 ULP), for one add more than
 /// the plain form and two less than a full compensation, and a short dependency chain.
+///
+/// `T` is the arithmetic: `f32` (the target's own) or, on Arm cores without an FPU,
+/// [`Soft`] (the Thumb add and multiply of `crate::soft`, same bits), where the exact steps are
+/// also done in integer arithmetic ([`exp_pow2_f32_int`]).
 #[inline(always)]
-fn exp_pow2_f32(x: f32, tail: f32, s: i32) -> f32 {
+fn exp_pow2_f32<T: Arith>(x: f32, tail: f32, s: i32) -> f32 {
     /// `kf` for `n + s = -92`: everything below is set to 0. (A float comparison, false for
     /// NaN: testing `kf`'s bits instead would make the answer for a NaN depend on the sign bit
     /// the platform gives NaNs.)
     const KMIN: f32 = MAGIC_F32 + 127.0 - 92.0;
+    let c = T::of;
     // The exponent bias rides in the magic constant: kf's low bits are n + s + 127.
     let mb = MAGIC_F32 + (s + 127) as f32;
-    let kf = x * LOG2E_F32 + mb;
-    let nf = kf - mb;
-    let rh = x - nf * LN2_HI_F32; // exact
-    let rl = tail - nf * LN2_LO_F32;
-    let r = rh + rl;
-    let r2 = r * r;
-    let r4 = r2 * r2;
-    let a = EXP_Q_F32[0] + r * EXP_Q_F32[1];
-    let c = (EXP_Q_F32[2] + r * EXP_Q_F32[3]) + r2 * EXP_Q_F32[4];
-    let p = 1.0 + (rh + ((rl + r2 * a) + r4 * c));
+    let kf = (c(x) * c(LOG2E_F32) + c(mb)).get();
+    if T::SOFT {
+        if let Some(e) = exp_pow2_f32_int::<T>(x, tail, kf, mb) {
+            return e;
+        }
+    }
+    let nf = c(kf) - c(mb);
+    let rh = c(x) - nf * c(LN2_HI_F32); // exact
+    let rl = c(tail) - nf * c(LN2_LO_F32);
+    let p = exp_pow2_f32_poly(rh, rl).get();
     // kf's low 9 bits are n + s (mod 512); shifted into the exponent field they add 2^(n+s).
     // 2^(n+s) from kf's low bits; a multiply (not an integer add to p's exponent) so that a
     // NaN stays NaN whatever payload it carries.
-    let e = p * f32::from_bits(kf.to_bits().wrapping_shl(23));
+    let e = (c(p) * c(f32::from_bits(kf.to_bits().wrapping_shl(23)))).get();
     if kf < KMIN {
         0.0
     } else {
         e
     }
+}
+
+/// `1 + (r_hi + ((r_lo + r²·a) + r⁴·c))` of [`exp_pow2_f32`], `r = r_hi + r_lo` rounded.
+#[inline(always)]
+fn exp_pow2_f32_poly<T: Arith>(rh: T, rl: T) -> T {
+    let c = T::of;
+    let r = rh + rl;
+    let r2 = r * r;
+    let r4 = r2 * r2;
+    let a = c(EXP_Q_F32[0]) + r * c(EXP_Q_F32[1]);
+    let q = (c(EXP_Q_F32[2]) + r * c(EXP_Q_F32[3])) + r2 * c(EXP_Q_F32[4]);
+    c(1.0) + (rh + ((rl + r2 * a) + r4 * q))
+}
+
+/// [`exp_pow2_f32`] after `kf` on a core without an FPU, where each float operation is a call:
+/// the steps that are exact — `n = kf − mb`, `n·LN2_HI`, the scaling by `2^(n+s)` — done in
+/// integer arithmetic (the same values, so the same bits), and the zeros returned before the
+/// polynomial. `None` where that does not apply (NaN, arguments far outside the domain): the
+/// float steps then run as everywhere else.
+#[inline(always)]
+fn exp_pow2_f32_int<T: Arith>(x: f32, tail: f32, kf: f32, mb: f32) -> Option<f32> {
+    const KMIN_BITS: u32 = (MAGIC_F32 + 127.0 - 92.0).to_bits();
+    /// ln 2's 16 leading bits as an integer: `LN2_HI_F32 = 45426 · 2^-16`.
+    const LN2_HI_INT: i32 = 45_426;
+    let c = T::of;
+    let kb = kf.to_bits();
+    // kf < KMIN (false for a NaN of either sign): the term is 0.
+    let below = if kb >> 31 != 0 {
+        kb << 1 <= 0xff00_0000
+    } else {
+        kb < KMIN_BITS
+    };
+    if below {
+        return Some(0.0);
+    }
+    // kf and mb both in [2^23, 2^24), where the spacing is 1: their difference is the bits'.
+    let n = kb.wrapping_sub(mb.to_bits()) as i32;
+    if !(-256..=256).contains(&n) {
+        return None;
+    }
+    let nf = n as f32;
+    // n·LN2_HI is exact (|n·45426| < 2^24), so it is (n·45426)·2^-16.
+    let nh = if n == 0 {
+        0.0
+    } else {
+        f32::from_bits(((n * LN2_HI_INT) as f32).to_bits() - (16 << 23))
+    };
+    let p = exp_pow2_f32_poly(c(x) - c(nh), c(tail) - c(nf) * c(LN2_LO_F32)).get();
+    // p·2^(n+s) by adding n + s to p's exponent, where the scale and the product are normal.
+    let pb = p.to_bits();
+    let ks = kb & 0x1ff; // the scale's biased exponent n + s + 127 (see exp_pow2_f32)
+    let pe = (pb >> 23) & 0xff;
+    let re = (pe + ks).wrapping_sub(127);
+    if pe == 0 || pe == 0xff || !(1..=254).contains(&ks) || !(1..=254).contains(&re) {
+        return Some((c(p) * c(f32::from_bits(kb << 23))).get());
+    }
+    Some(f32::from_bits(
+        pb.wrapping_add(ks << 23).wrapping_sub(127 << 23),
+    ))
 }
 
 /// [`exp_pow2_f32`] on `W` values, step by step across the chunk (each line of the scalar
@@ -247,11 +312,19 @@ impl Backend<f32> for Poly {
     }
     #[inline(always)]
     fn exp_pow2(hi: f32, lo: f32, s: i32) -> f32 {
-        exp_pow2_f32(hi, lo, s)
+        if SOFT {
+            exp_pow2_f32::<Soft>(hi, lo, s)
+        } else {
+            exp_pow2_f32::<f32>(hi, lo, s)
+        }
     }
     #[inline(always)]
     fn exp_pow2_chunk<const W: usize>(hi: &[f32; W], lo: &[f32; W], s: i32) -> [f32; W] {
-        exp_pow2_f32_chunk(hi, lo, s)
+        if SOFT {
+            core::array::from_fn(|i| exp_pow2_f32::<Soft>(hi[i], lo[i], s))
+        } else {
+            exp_pow2_f32_chunk(hi, lo, s)
+        }
     }
     #[inline]
     fn ln(x: f32) -> f32 {
