@@ -3,6 +3,7 @@
 
 pub mod contenders;
 pub mod reference;
+pub mod reproduce;
 
 /// The README's Rust examples, compiled and run as doctests so they cannot drift from the API.
 #[cfg(doctest)]

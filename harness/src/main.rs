@@ -54,8 +54,27 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some("reproduce") => {
+            // The seeds' claims, checked: the Markdown table of docs/seeds-claims.md.
+            let doc = harness::reproduce::render();
+            match args.get(1) {
+                Some(path) => match std::fs::write(path, doc) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("harness reproduce: {path}: {e}");
+                        ExitCode::FAILURE
+                    }
+                },
+                None => {
+                    print!("{doc}");
+                    ExitCode::SUCCESS
+                }
+            }
+        }
         Some("-h" | "--help" | "help") => {
-            println!("usage: harness [demo | conform | bench [--quick] [--quantized]]");
+            println!(
+                "usage: harness [demo | conform | bench [--quick] [--quantized] | reproduce [FILE]]"
+            );
             ExitCode::SUCCESS
         }
         Some(other) => {

@@ -1,0 +1,8 @@
+//! The claims of `shared/seeds/001_*.txt`.
+
+use super::Claim;
+
+/// This chapter's claims, in the chapter's order.
+pub fn claims() -> Vec<Claim> {
+    Vec::new()
+}
