@@ -4,9 +4,14 @@
 //! AVX-512F) and carry the hand-written AVX2 kernels; the others (debug and test builds, targets
 //! without SSE such as `x86_64-unknown-none`, every other architecture) compile the baseline
 //! copy only.
+//!
+//! It also sets `soft_thumb` for bare-metal Arm targets with the soft-float ABI (the Cortex-M0
+//! and the like, no FPU): there `Poly`'s exp runs on the Thumb add and multiply of
+//! `src/soft/thumb.rs`.
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(softmax_dispatch)");
+    println!("cargo::rustc-check-cfg=cfg(soft_thumb)");
     println!("cargo::rerun-if-changed=build.rs");
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
@@ -19,5 +24,10 @@ fn main() {
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
     if arch == "x86_64" && sse2 && release && !debug_assertions {
         println!("cargo::rustc-cfg=softmax_dispatch");
+    }
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let abi = std::env::var("CARGO_CFG_TARGET_ABI").unwrap_or_default();
+    if arch == "arm" && os == "none" && abi != "eabihf" {
+        println!("cargo::rustc-cfg=soft_thumb");
     }
 }

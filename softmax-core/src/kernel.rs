@@ -207,6 +207,13 @@ pub(crate) fn exact_diff<F: Float>(a: F, b: F) -> (F, F) {
     fast_two_sum(p, q)
 }
 
+/// [`two_sum`] out of line, for a rare path the optimiser must not speculate.
+#[cold]
+#[inline(never)]
+fn two_sum_cold<F: Float>(a: F, b: F) -> (F, F) {
+    two_sum(a, b)
+}
+
 /// τ = 1.
 #[derive(Clone, Copy)]
 pub(crate) struct Unit;
@@ -215,10 +222,29 @@ impl<F: Float> Scale<F> for Unit {
     fn shift(self, p: F, m: F) -> (F, F) {
         if SOFT {
             // Where every add is a call: Fast2Sum (three adds) after a magnitude comparison in
-            // integer arithmetic. The rounding error is unique, so the pair is TwoSum's.
-            let a_big = p.abs().to_bits().into() >= m.abs().to_bits().into();
+            // integer arithmetic (bit tests, not float comparisons, which would be calls too).
+            // The rounding error is unique, so for a finite difference the pair is TwoSum's —
+            // but for its sign when it is zero: TwoSum's zero error is always +0, Fast2Sum's is
+            // −0 when `−m` is −0. A non-finite difference (NaN, overflow) takes TwoSum itself.
+            let bits = |v: F| v.abs().to_bits().into();
+            let a_big = bits(p) >= bits(m);
             let (a, b) = if a_big { (p, -m) } else { (-m, p) };
-            return fast_two_sum(a, b);
+            let (hi, lo) = fast_two_sum(a, b);
+            if bits(hi) >= bits(F::INFINITY) {
+                // Out of line: inlined, the optimiser computes both sums and selects (float
+                // operations look cheap to it), which on these targets costs six calls a value.
+                return two_sum_cold(p, -m);
+            }
+            // −0 → +0 by its bit pattern (a test for zero would become a float comparison).
+            let neg_zero = (-F::ZERO).to_bits().into();
+            return (
+                hi,
+                if lo.to_bits().into() == neg_zero {
+                    F::ZERO
+                } else {
+                    lo
+                },
+            );
         }
         // TwoSum: six adds and no selects, so the difference itself is ready after one add
         // (the tail is only needed late, in the exp's reduction).

@@ -8,9 +8,12 @@
 //! the sticky bit, 0 to 40 places), near cancellations (normalisation by many places), ties of
 //! the add (b half an ulp of a), short significands (exact products, product ties),
 //! products at both ends of the exponent range (overflow, results near the subnormals), the
-//! specials (zeros, subnormals, infinities, NaN), and the exp's own operands.
+//! specials (zeros, subnormals, infinities, NaN), and the exp's own operands. First, the kernels'
+//! exact shift on signed zeros and overflow (`shift_signs`).
 
+use softmax_core::backend::Poly;
 use softmax_core::soft::{f32_add, f32_mul, f32_sub};
+use softmax_core::LogSumExp;
 
 use crate::Ctx;
 
@@ -32,8 +35,39 @@ fn feed3(ctx: &mut Ctx, a: u32, b: u32) {
     ctx.feed(&f32_add(b, a));
 }
 
+/// The exact shift `x − max` with signed zeros and overflow (Fast2Sum on soft-float targets,
+/// TwoSum elsewhere; the pair must be the same, zero signs included): `log_prob` and
+/// `log_softmax` on rows whose maximum or difference is a zero of either sign or overflows.
+fn shift_signs(ctx: &mut Ctx) {
+    const ROWS: [&[f32]; 6] = [
+        &[0.0],
+        &[-0.0],
+        &[0.0, -1.0],
+        &[-0.0, -0.0, -2.5],
+        &[3.0e38, -3.0e38],
+        &[1.0e-45, -1.0e-45, 0.0],
+    ];
+    const XS: [f32; 7] = [0.0, -0.0, -1.0, 1.0e-45, -1.0e-45, -3.0e38, 3.0e38];
+    for row in ROWS {
+        let mut s = LogSumExp::new(Poly);
+        s.push_slice(row);
+        for x in XS {
+            ctx.feed(&s.log_prob(x));
+        }
+        let mut y = [0.0f32; 4];
+        if let Some(y) = y.get_mut(..row.len()) {
+            let r = softmax_core::log_softmax(Poly, row, y);
+            ctx.feed(&u8::from(r.is_ok()));
+            for v in y.iter() {
+                ctx.feed(v);
+            }
+        }
+    }
+}
+
 /// Every class of pairs, all three operations.
 pub fn ops(ctx: &mut Ctx) {
+    shift_signs(ctx);
     const SPECIALS: [u32; 16] = [
         0,
         SIGN,

@@ -199,7 +199,12 @@ fn exp_pow2_f32_int<T: Arith>(x: f32, tail: f32, kf: f32, mb: f32) -> Option<f32
     if below {
         return Some(0.0);
     }
-    // kf and mb both in [2^23, 2^24), where the spacing is 1: their difference is the bits'.
+    // kf and mb both in [2^23, 2^24), where the spacing is 1: their difference is the bits'
+    // (outside that binade — a scale s beyond ±2^22 — the float steps run).
+    const BINADE: core::ops::Range<u32> = 0x4b00_0000..0x4b80_0000;
+    if !BINADE.contains(&kb) || !BINADE.contains(&mb.to_bits()) {
+        return None;
+    }
     let n = kb.wrapping_sub(mb.to_bits()) as i32;
     if !(-256..=256).contains(&n) {
         return None;

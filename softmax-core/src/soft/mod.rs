@@ -6,7 +6,7 @@
 //! There every f32 `+` and `*` is a call into compiler-builtins, whose generic routines take
 //! about 60–75 instructions per add and about 105 per multiply (it calls the 64-bit multiply
 //! helper and a count-leading-zeros) on the Cortex-M0. The Thumb routines of `thumb` take about
-//! 51 and 57 (measured in the softmax probe of `harness/cost`) and give the same bits: IEEE 754
+//! 53 and 59 (measured in the softmax probe of `harness/cost`) and give the same bits: IEEE 754
 //! round to nearest, ties to even, is one exact answer. They serve the common case only — both
 //! operands normal or zero, the result normal — and pass everything else (infinities, NaNs,
 //! subnormal operands or results, overflow) to the toolchain's routine, so the special cases
@@ -31,16 +31,19 @@
 
 #![deny(unsafe_code)]
 
-#[cfg(all(target_arch = "arm", not(target_abi = "eabihf")))]
+#[cfg(soft_thumb)]
 mod thumb;
 
 use core::ops::{Add, Mul, Sub};
 
 /// Whether f32 arithmetic is emulated on this target and [`Soft`]'s routines are the faster
-/// choice: Arm with the soft-float ABI (measured on the Cortex-M0: see the README's embedded
-/// cost table). Other FPU-less targets (RISC-V without `F`) keep the toolchain's routines: not
-/// measured there.
-pub(crate) const SOFT: bool = cfg!(all(target_arch = "arm", not(target_abi = "eabihf")));
+/// choice: bare-metal Arm with the soft-float ABI (measured on the Cortex-M0: see the README's
+/// embedded cost table). An Arm target with an operating system and the soft-float ABI may have
+/// an FPU behind it (Android's `armv7-linux-androideabi`), and other FPU-less targets (RISC-V
+/// without `F`) were not measured: they keep the toolchain's arithmetic. (A bare-metal
+/// soft-float build given an FPU with `-C target-feature` still gets these routines: correct,
+/// but slower than its hardware.)
+pub(crate) const SOFT: bool = cfg!(soft_thumb);
 
 /// The arithmetic a formula is evaluated in: `f32` (the target's own) or [`Soft`].
 pub(crate) trait Arith:
@@ -152,11 +155,11 @@ fn exp_field(bits: u32) -> u32 {
     (bits >> 23) & 0xff
 }
 
-#[cfg(all(target_arch = "arm", not(target_abi = "eabihf")))]
+#[cfg(soft_thumb)]
 pub(crate) use thumb::{add, sub};
 
 /// `a + b`, correctly rounded (ties to even): the same bits as the f32 operator.
-#[cfg(not(all(target_arch = "arm", not(target_abi = "eabihf"))))]
+#[cfg(not(soft_thumb))]
 #[inline(never)]
 pub(crate) fn add(a: f32, b: f32) -> f32 {
     add_bits(a.to_bits(), b.to_bits()).unwrap_or(a + b)
@@ -164,7 +167,7 @@ pub(crate) fn add(a: f32, b: f32) -> f32 {
 
 /// `a − b` = `a + (−b)` (IEEE defines subtraction so; the sign flip is exact): the same bits as
 /// the f32 operator.
-#[cfg(not(all(target_arch = "arm", not(target_abi = "eabihf"))))]
+#[cfg(not(soft_thumb))]
 #[inline(never)]
 pub(crate) fn sub(a: f32, b: f32) -> f32 {
     add_bits(a.to_bits(), b.to_bits() ^ SIGN).unwrap_or(a - b)
@@ -173,7 +176,7 @@ pub(crate) fn sub(a: f32, b: f32) -> f32 {
 /// The sum's bits when both operands are zero or normal and the sum is zero or normal; `None`
 /// otherwise (the caller then uses the toolchain's operation). The reference the assembly
 /// follows (on its targets only the tests call it).
-#[cfg_attr(all(target_arch = "arm", not(target_abi = "eabihf")), allow(dead_code))]
+#[cfg_attr(soft_thumb, allow(dead_code))]
 #[inline(always)]
 fn add_bits(a: u32, b: u32) -> Option<f32> {
     // |a| >= |b| from here on.
@@ -243,11 +246,11 @@ fn round_pack(sign: u32, e: u32, m: u32, rem: u32, half: u32) -> Option<f32> {
 
 /// `a · b`, correctly rounded (ties to even): the same bits as the f32 operator. On Arm
 /// soft-float targets, the assembly routine of [`thumb`] (which follows [`mul_bits`]).
-#[cfg(all(target_arch = "arm", not(target_abi = "eabihf")))]
+#[cfg(soft_thumb)]
 pub(crate) use thumb::mul;
 
 /// `a · b`, correctly rounded (ties to even): the same bits as the f32 operator.
-#[cfg(not(all(target_arch = "arm", not(target_abi = "eabihf"))))]
+#[cfg(not(soft_thumb))]
 #[inline(never)]
 pub(crate) fn mul(a: f32, b: f32) -> f32 {
     mul_bits(a.to_bits(), b.to_bits()).unwrap_or(a * b)
@@ -255,7 +258,7 @@ pub(crate) fn mul(a: f32, b: f32) -> f32 {
 
 /// The product's bits when both operands are normal, or one is zero and the other finite, and
 /// the product is zero or normal; `None` otherwise. The reference the assembly follows.
-#[cfg_attr(all(target_arch = "arm", not(target_abi = "eabihf")), allow(dead_code))]
+#[cfg_attr(soft_thumb, allow(dead_code))]
 #[inline(always)]
 fn mul_bits(a: u32, b: u32) -> Option<f32> {
     let sign = (a ^ b) & SIGN;

@@ -1,14 +1,19 @@
-//! [`mul`](super::mul) for Arm cores without an FPU, in Thumb assembly: the 48-bit significand
-//! product from four 16×16-bit multiplies (`MULS` keeps only the low 32 bits of a product, so
-//! the halves are 16 and 8 bits wide), rounding and packing in about 55 instructions where the
-//! toolchain's generic routine takes about 105 (it calls the 64-bit multiply helper). The
-//! portable [`mul_bits`](super::mul_bits) is the reference it follows step for step (and the
-//! one the host tests check against the hardware); it falls back to `__aeabi_fmul` for
-//! everything but normal operands with a normal product.
+//! The f32 multiply and add of Arm soft-float targets, in Thumb assembly.
 //!
-//! The routine uses only 16-bit Thumb instructions that ARMv6-M has (it runs unchanged on every
-//! Thumb-capable Arm core) and is a Thumb function whatever the crate's instruction set, so the
-//! linker's interworking covers Arm-state callers.
+//! The multiply forms the 48-bit significand product from four 16×16-bit multiplies (`MULS`
+//! keeps only the low 32 bits of a product, so the halves are 16 and 8 bits wide); the add aligns
+//! with a sticky bit and six guard bits. Both round and pack in a shared tail
+//! (`round_pack_return!`): about 59 and 53 instructions a call where compiler-builtins' generic
+//! routines take about 105 and 70. The portable `mul_bits`/`add_bits` of the parent module are
+//! the reference they follow step for step (and the ones the host tests check against the
+//! hardware); everything but normal operands with a normal result goes to `__aeabi_fmul` /
+//! `__aeabi_fadd` with the original operands.
+//!
+//! Only 16-bit Thumb instructions that ARMv6-M has; the routines are Thumb functions whatever
+//! the crate's instruction set and return with `bx` (so an Arm-state caller is returned to in
+//! Arm state, ARMv4T included). The symbols are weak and hidden: two copies of the crate in one
+//! image link (both definitions compute the same function), and a shared object does not export
+//! them.
 
 #![allow(unsafe_code)]
 
@@ -53,7 +58,10 @@ macro_rules! round_pack_return {
             $m,
             "\n",
             "add sp, sp, #8\n",
-            "pop {{r4, r5, r6, pc}}",
+            // `bx`, not `pop {pc}`: on ARMv4T only `bx` returns to an Arm-state caller.
+            "pop {{r4, r5, r6}}\n",
+            "pop {{r1}}\n",
+            "bx r1",
         )
     };
 }
@@ -61,7 +69,8 @@ macro_rules! round_pack_return {
 core::arch::global_asm!(
     ".section .text.softmax_core_0_1_fmul,\"ax\",%progbits",
     ".p2align 1",
-    ".globl softmax_core_0_1_fmul",
+    ".weak softmax_core_0_1_fmul",
+    ".hidden softmax_core_0_1_fmul",
     ".type softmax_core_0_1_fmul,%function",
     ".syntax unified",
     ".thumb",
@@ -130,7 +139,9 @@ core::arch::global_asm!(
     "9:",
     "pop {{r0, r1}}",
     "bl __aeabi_fmul",
-    "pop {{r4, r5, r6, pc}}",
+    "pop {{r4, r5, r6}}",
+    "pop {{r1}}",
+    "bx r1",
     ".size softmax_core_0_1_fmul, . - softmax_core_0_1_fmul",
     ".text",
 );
@@ -138,7 +149,8 @@ core::arch::global_asm!(
 core::arch::global_asm!(
     ".section .text.softmax_core_0_1_fadd,\"ax\",%progbits",
     ".p2align 1",
-    ".globl softmax_core_0_1_fadd",
+    ".weak softmax_core_0_1_fadd",
+    ".hidden softmax_core_0_1_fadd",
     ".type softmax_core_0_1_fadd,%function",
     ".syntax unified",
     ".thumb",
@@ -222,7 +234,9 @@ core::arch::global_asm!(
     // An exact cancellation: +0.
     "movs r0, #0",
     "add sp, sp, #8",
-    "pop {{r4, r5, r6, pc}}",
+    "pop {{r4, r5, r6}}",
+    "pop {{r1}}",
+    "bx r1",
     "7:",
     // b is zero (else subnormal: the toolchain's routine).
     "cmp r3, #0",
@@ -236,7 +250,9 @@ core::arch::global_asm!(
     "ands r0, r0, r1", // two zeros: -0 only when both are -0
     "72:",
     "add sp, sp, #8",
-    "pop {{r4, r5, r6, pc}}",
+    "pop {{r4, r5, r6}}",
+    "pop {{r1}}",
+    "bx r1",
     "8:",
     // d >= 30: all of mb lies below the guard bits.
     "movs r3, #1",
@@ -244,7 +260,9 @@ core::arch::global_asm!(
     "9:",
     "pop {{r0, r1}}",
     "bl __aeabi_fadd",
-    "pop {{r4, r5, r6, pc}}",
+    "pop {{r4, r5, r6}}",
+    "pop {{r1}}",
+    "bx r1",
     ".size softmax_core_0_1_fadd, . - softmax_core_0_1_fadd",
     ".text",
 );
