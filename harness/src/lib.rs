@@ -2,6 +2,7 @@
 //! the benchmark contenders.
 
 pub mod contenders;
+pub mod figures;
 pub mod reference;
 pub mod reproduce;
 

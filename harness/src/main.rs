@@ -71,9 +71,26 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some("figures") => {
+            // The README's figures: docs/figures/NAME.{json,svg}, computed by the kernels.
+            let dir = args.get(1).map_or_else(
+                || std::path::PathBuf::from("docs/figures"),
+                std::path::PathBuf::from,
+            );
+            match harness::figures::write_all(&dir) {
+                Ok(()) => {
+                    println!("written to {}", dir.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("harness figures: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some("-h" | "--help" | "help") => {
             println!(
-                "usage: harness [demo | conform | bench [--quick] [--quantized] | reproduce [FILE]]"
+                "usage: harness [demo | conform | bench [--quick] [--quantized] | reproduce [FILE] | figures [DIR]]"
             );
             ExitCode::SUCCESS
         }
