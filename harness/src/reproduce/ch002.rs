@@ -21,7 +21,7 @@ use crate::reference as r;
 /// differ in their last bits between machines and SIMD levels; the bound does not).
 fn le(v: f64, tol: f64) -> String {
     if v <= tol {
-        format!("≤ {}", sci(tol, 1))
+        format!("≤ {tol:.0e}")
     } else {
         sci(v, 3)
     }
@@ -394,7 +394,15 @@ pub fn claims() -> Vec<Claim> {
              O(1/√n))",
             "O(1/√n)",
             scal,
-            Verdict::Holds,
+            // The bias must follow its second-order term (which is O(Σα²) <= O(1/√n)); where it
+            // does not, these n cannot decide the order.
+            if dev_ok < 0.05 {
+                Verdict::Holds
+            } else {
+                Verdict::NotCheckable {
+                    why: "the exact bias does not follow its second-order term at n <= 16".into(),
+                }
+            },
         ));
         c.push(Claim::new(
             "002 §3 (16)",
@@ -770,8 +778,9 @@ pub fn claims() -> Vec<Claim> {
             "same closed form (n = 1000): H_min and H_max = log n (all scores equal)",
             "[0, log n − 0.4745]",
             format!("[{}, {}]", sci(hmin, 4), sci(ln_n, 4)),
+            // The claimed interval starts at 0; the computed minimum is log n − 0.4745.
             holds_if(
-                hmin < 0.01 && (ln_n - (ln_n - 0.4745)).abs() < 0.01,
+                hmin < 0.01,
                 "H ∈ [log n − 0.4745, log n] (approximately, for large n)",
             ),
         ));

@@ -90,6 +90,12 @@ pub fn sci(v: f64, d: usize) -> String {
     if v == 0.0 {
         return "0".to_string();
     }
+    // Below 1e-9 in magnitude the table's values are rounding noise or finite-difference
+    // residue (their digits follow the platform's f64 exp/ln): a fixed bound keeps the table the
+    // same on every machine.
+    if v.abs() < 1e-9 {
+        return "< 1e-9".to_string();
+    }
     if !v.is_finite() {
         return format!("{v}");
     }
