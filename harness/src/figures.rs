@@ -22,6 +22,8 @@ use attention_core::{attention, Causal, Dims, Options, Output, Qkv};
 use loss_core::{info_nce_single, InfoNceOutputs, InfoNceSingleOptions};
 use plotters::prelude::*;
 use serde_json::{json, Value};
+
+use crate::reproduce::util::Rng;
 use softmax_core::backend::{Backend, Libm, MicroMath, Poly};
 
 /// The figures' names, in the order they are written.
@@ -38,25 +40,6 @@ fn r6(v: f64) -> f64 {
 
 fn r6v(v: &[f64]) -> Vec<f64> {
     v.iter().map(|&x| r6(x)).collect()
-}
-
-/// SplitMix64 and Box–Muller: the figures' deterministic N(0, 1) inputs.
-struct Normal(u64);
-impl Normal {
-    fn u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        ((self.u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-    fn next(&mut self) -> f64 {
-        let (u, v) = (self.unit(), self.unit());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
 }
 
 /// The numbers of one figure.
@@ -82,9 +65,10 @@ const ATT_SINKS: usize = 2;
 const ATT_TEMPS: [f64; 2] = [1.0, 0.5];
 
 fn attention_data() -> Value {
-    let mut g = Normal(11);
-    let q: Vec<f32> = (0..ATT_T * ATT_D).map(|_| g.next() as f32).collect();
-    let k: Vec<f32> = (0..ATT_T * ATT_D).map(|_| g.next() as f32).collect();
+    // SplitMix64 and Box–Muller, the generator of `harness reproduce`.
+    let mut g = Rng(11);
+    let q: Vec<f32> = (0..ATT_T * ATT_D).map(|_| g.open_normal() as f32).collect();
+    let k: Vec<f32> = (0..ATT_T * ATT_D).map(|_| g.open_normal() as f32).collect();
     // V = the identity: each output row is its query's attention weights.
     let mut v = vec![0.0f32; ATT_T * ATT_T];
     for i in 0..ATT_T {

@@ -15,7 +15,7 @@ mod ch001;
 mod ch002;
 mod ch003;
 mod ch004;
-mod util;
+pub(crate) mod util;
 
 /// What a check concluded.
 #[derive(Clone, Debug, PartialEq)]
