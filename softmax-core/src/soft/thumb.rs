@@ -277,9 +277,11 @@ unsafe extern "C" {
 /// `a · b` with the same bits as the f32 operator.
 #[inline(always)]
 pub(crate) fn mul(a: f32, b: f32) -> f32 {
-    // SAFETY: the routine follows the soft-float AAPCS (arguments in r0 and r1, the result in
-    // r0; r4–r6 and lr saved and restored, r2, r3 and r12 only as scratch; the stack 8-byte
-    // aligned at its one call) and touches no memory but the 24 bytes it pushes.
+    // SAFETY: the routine follows the soft-float AAPCS: arguments in r0 and r1, the result in
+    // r0; r4–r6 saved and restored; r1–r3 (and, in the fallback's compiler-builtins call, r12
+    // and the flags) used only as caller-saved scratch; the return address saved with them and
+    // returned to with `bx`; the stack 8-byte aligned at its one call. It reads and writes no
+    // memory but the 24 bytes it pushes.
     unsafe { softmax_core_0_1_fmul(a, b) }
 }
 
