@@ -310,3 +310,10 @@ pub(crate) fn k_ce(z: &[f64], target: usize) -> (f64, Vec<f64>) {
     .expect("valid cross-entropy inputs");
     (l, g)
 }
+
+/// The f64 reference cross-entropy `−Σ_i p_i·log softmax(z)_i` of probabilities `p` against
+/// logits `z` (`reference::log_softmax`, compensated sum).
+pub(crate) fn ce_probs_ref(p: &[f64], z: &[f64]) -> f64 {
+    let lq = crate::reference::log_softmax(z, 1.0, None);
+    -crate::reference::sum(p.iter().zip(&lq).map(|(p, l)| p * l))
+}
