@@ -69,6 +69,12 @@ pub enum Error {
     },
     /// The decoder was asked to attend before any token was pushed.
     EmptyCache,
+    /// A reduced-precision KV cache ([`Element`](crate::Element)) cannot store a pushed row: it
+    /// holds NaN or ±inf, or a value the format rounds to ±inf.
+    NotStorable {
+        /// Which rows (`"k"` or `"v"`).
+        what: &'static str,
+    },
     /// An error of softmax-core (a backstop: the arguments are checked here first).
     Core(softmax_core::Error),
 }
@@ -99,6 +105,10 @@ impl core::fmt::Display for Error {
                 write!(f, "the KV cache is full ({capacity} tokens)")
             }
             Error::EmptyCache => f.write_str("no token has been pushed into the cache"),
+            Error::NotStorable { what } => write!(
+                f,
+                "`{what}` holds NaN, an infinity or a value the cache's format rounds to infinity"
+            ),
             Error::Core(e) => write!(f, "softmax-core: {e}"),
         }
     }

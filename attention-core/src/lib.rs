@@ -130,4 +130,6 @@ pub use softmax_core;
 pub use softmax_core::backend;
 pub use softmax_core::Float;
 pub use state::QueryState;
-pub use stream::{Borrowed, Cache, Inline, KvCache, KvCacheSlice, Storage, Window};
+pub use stream::{
+    Borrowed, Cache, Element, FloatOf, Inline, KvCache, KvCacheSlice, ScaleOf, Storage, Window,
+};

@@ -3,8 +3,11 @@
 //! computation's tile loop (`tile.rs`) over the cache's slots: the same blocks, scores and
 //! online steps, so the same bits.
 
+use core::fmt::Debug;
+
 use softmax_core::backend::Backend;
 use softmax_core::chunks::chunks;
+use softmax_core::stored::{bf16, f16, Operand, Stored};
 use softmax_core::{simd, Float};
 
 use crate::error::Error;
@@ -15,6 +18,7 @@ use crate::plan::{
 };
 use crate::state::QueryState;
 use crate::tile::{tiles, Keys, Mods, Row, Tile, TQ};
+use sealed::{StoreMut, StoreRef};
 
 /// The eviction rule of a cache: keep the first `sinks` tokens and a rolling window of the most
 /// recent `size` tokens (StreamingLLM), exactly what attention with
@@ -117,12 +121,11 @@ impl Ring {
         }
     }
 
-    fn push<F: Float>(
+    fn push<E: Element>(
         &mut self,
-        ks: &mut [F],
-        vs: &mut [F],
-        k: &[F],
-        v: &[F],
+        store: StoreMut<'_, E>,
+        k: &[E::Float],
+        v: &[E::Float],
     ) -> Result<(), Error> {
         check_len("k", mul(self.hkv, self.d)?, k.len())?;
         check_len("v", mul(self.hkv, self.dv)?, v.len())?;
@@ -130,21 +133,37 @@ impl Ring {
         if self.held(n) > self.cap as u64 {
             return Err(Error::CacheFull { capacity: self.cap });
         }
+        // Every row is checked before any is written: a row the storage cannot hold leaves the
+        // cache as it was (the slot may be the oldest window token's, still visible).
+        if !E::storable(k) {
+            return Err(Error::NotStorable { what: "k" });
+        }
+        if !E::storable(v) {
+            return Err(Error::NotStorable { what: "v" });
+        }
         let slot = self.slots().slot(self.len) as usize;
+        let StoreMut {
+            k: ks,
+            v: vs,
+            ks: kss,
+            vs: vss,
+        } = store;
         for (g, (kn, vn)) in chunks(k, self.d.max(1))
             .zip(chunks(v, self.dv.max(1)))
             .enumerate()
         {
             let kh = part_mut(ks, g, self.cap * self.d);
             if let Some(dst) = kh.get_mut(slot * self.d..(slot + 1) * self.d) {
-                for (a, b) in dst.iter_mut().zip(kn) {
-                    *a = *b;
+                let s = E::write_row(kn, dst);
+                if let Some(x) = part_mut(kss, g, self.cap).get_mut(slot) {
+                    *x = s;
                 }
             }
             let vh = part_mut(vs, g, self.cap * self.dv);
             if let Some(dst) = vh.get_mut(slot * self.dv..(slot + 1) * self.dv) {
-                for (a, b) in dst.iter_mut().zip(vn) {
-                    *a = *b;
+                let s = E::write_row(vn, dst);
+                if let Some(x) = part_mut(vss, g, self.cap).get_mut(slot) {
+                    *x = s;
                 }
             }
         }
@@ -154,14 +173,15 @@ impl Ring {
 
     /// The attention of the newest token's queries over the cached tokens (see
     /// [`Cache::attend`]).
-    fn attend<F: Float, B: Backend<F>>(
+    fn attend<E: Element, B: Backend<E::Float>>(
         &self,
         backend: B,
-        (ks, vs): (&[F], &[F]),
-        q: &[F],
-        opts: &DecodeOptions<'_, F>,
-        out: Output<'_, F>,
+        store: StoreRef<'_, E>,
+        q: &[E::Float],
+        opts: &DecodeOptions<'_, E::Float>,
+        out: Output<'_, E::Float>,
     ) -> Result<(), Error> {
+        type F<E> = <E as Element>::Float;
         let (d, dv) = (self.d, self.dv);
         let scale = resolve_scale(opts.scale(), opts.softcap(), d)?;
         if !q.len().is_multiple_of(d) {
@@ -194,11 +214,13 @@ impl Ring {
             mut lse,
             mut entropy,
         } = out;
-        o.fill(F::ZERO);
+        o.fill(F::<E>::ZERO);
         for g in 0..self.hkv {
-            let keys = Keys::Slots {
-                k: part(ks, g, self.cap * d),
-                v: part(vs, g, self.cap * dv),
+            let keys: Keys<'_, F<E>, E::Unit> = Keys::Slots {
+                k: part(store.k, g, self.cap * d),
+                v: part(store.v, g, self.cap * dv),
+                ks: part(store.ks, g, self.cap),
+                vs: part(store.vs, g, self.cap),
                 map: self.slots(),
             };
             let q_g = part(q, g, group * d);
@@ -216,7 +238,7 @@ impl Ring {
                             mods: Mods {
                                 scale,
                                 cap: opts.softcap(),
-                                slope: opts.alibi().then(|| alibi_slope::<F>(heads, h0 + r)),
+                                slope: opts.alibi().then(|| alibi_slope::<F<E>>(heads, h0 + r)),
                                 qp: pos,
                             },
                             bias: None,
@@ -243,22 +265,156 @@ impl Ring {
     }
 }
 
-mod sealed {
-    use softmax_core::Float;
+/// The scale stored with each row of a cache of `E` (`()`, or int8's f32).
+pub type ScaleOf<E> = <<E as Element>::Unit as Operand<<E as Element>::Float>>::Scale;
 
-    /// What a storage gives the cache: its element type and its key and value buffers
-    /// (`kv_heads × capacity × d` keys, `kv_heads × capacity × dv` values, row-major).
-    pub trait Sealed {
-        /// The element type.
-        type Elem: Float;
-        /// The keys.
-        fn keys(&self) -> &[Self::Elem];
-        /// The values.
-        fn values(&self) -> &[Self::Elem];
-        /// Both, mutable.
-        fn both_mut(&mut self) -> (&mut [Self::Elem], &mut [Self::Elem]);
+mod sealed {
+    /// A cache's buffers, borrowed: the key and value rows and their scales.
+    pub struct StoreRef<'a, E: super::Element> {
+        pub(crate) k: &'a [E::Unit],
+        pub(crate) v: &'a [E::Unit],
+        pub(crate) ks: &'a [super::ScaleOf<E>],
+        pub(crate) vs: &'a [super::ScaleOf<E>],
     }
+
+    /// A cache's buffers, borrowed mutably.
+    pub struct StoreMut<'a, E: super::Element> {
+        pub(crate) k: &'a mut [E::Unit],
+        pub(crate) v: &'a mut [E::Unit],
+        pub(crate) ks: &'a mut [super::ScaleOf<E>],
+        pub(crate) vs: &'a mut [super::ScaleOf<E>],
+    }
+
+    /// What a storage gives the cache: its element type and its buffers (`kv_heads ×
+    /// capacity × d` keys, `kv_heads × capacity × dv` values, row-major, and one scale per
+    /// row where the element has one).
+    pub trait Sealed {
+        /// The stored element type.
+        type Elem: super::Element;
+        /// The buffers.
+        fn store(&self) -> StoreRef<'_, Self::Elem>;
+        /// The buffers, mutable.
+        fn store_mut(&mut self) -> StoreMut<'_, Self::Elem>;
+    }
+
+    /// Seals [`Element`](super::Element).
+    pub trait SealedElement {}
+    impl SealedElement for f32 {}
+    impl SealedElement for f64 {}
+    impl SealedElement for super::f16 {}
+    impl SealedElement for super::bf16 {}
+    impl SealedElement for i8 {}
 }
+
+/// What a KV cache stores its key and value rows as. The computation (queries, scores,
+/// softmax, accumulators, outputs) runs in [`Element::Float`]; every use of a stored row reads
+/// its stored form converted back to that type ([`Operand::load`]), in registers, while the
+/// products run: there is no dequantized copy of the cache, not even per call.
+///
+/// * `f32`, `f64`: the rows as pushed (the full computation's bits).
+/// * [`f16`], [`bf16`]: IEEE binary16 / bfloat16, each value rounded to nearest, ties to even;
+///   half the bytes of f32. Computation in f32.
+/// * `i8`: int8 with one f32 scale per row (one token's keys, or values, of one kv head):
+///   `s = amax/127`, `q = round(x/s)` half away from zero, read back as `q·s`; a quarter of the
+///   bytes of f32 plus 4 per row. Computation in f32.
+///
+/// The exact rounding of each format is in [`softmax_core::stored`]. A row with NaN or ±inf
+/// (or, for f16 and bf16, a value that rounds to ±inf) cannot be stored in a reduced cache:
+/// [`Cache::push`] returns [`Error::NotStorable`] and the cache is unchanged.
+///
+/// Accuracy: a decoder over a reduced cache computes what [`attention`](crate::attention)
+/// computes over the read-back keys and values, **bit for bit** (the same tile loop; the
+/// products form each read-back value exactly as [`Operand::load`] does); against the f32
+/// cache, the outputs differ by the rounding of the stored rows, propagated through the scores
+/// and the weighted sum (`harness/tests/kv_cache.rs` states and checks the bound).
+///
+/// # Examples
+///
+/// ```
+/// use attention_core::{Element, KvCache};
+/// // The same cache in int8: 2 kv heads × 256 slots × (64 + 64) values.
+/// type Q8 = KvCache<i8, 2, 256, 64, 64>;
+/// type F32 = KvCache<f32, 2, 256, 64, 64>;
+/// assert_eq!(core::mem::size_of::<F32>() - core::mem::size_of::<Q8>() > 190_000, true);
+/// assert_eq!(<i8 as Element>::NAME, "int8");
+/// ```
+pub trait Element: sealed::SealedElement + Copy + Default + Debug + Send + Sync + 'static {
+    /// The float type of the computation: `Self` for f32 and f64, f32 for the reduced formats.
+    type Float: Float;
+    /// The element as the products read it (always `Self`).
+    type Unit: Operand<Self::Float>;
+    /// The name of the storage, as the conformance protocol's `kv_dtype` spells it.
+    const NAME: &'static str;
+
+    /// Whether every value of `x` can be stored (always, for f32 and f64).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use attention_core::{softmax_core::stored::f16, Element};
+    /// assert!(<f16 as Element>::storable(&[1.0, -65504.0]));
+    /// assert!(!<f16 as Element>::storable(&[1.0e5]));
+    /// assert!(<f32 as Element>::storable(&[f32::NAN]));
+    /// ```
+    fn storable(x: &[Self::Float]) -> bool;
+
+    /// Stores the row `x` into `out` (`min` of the lengths) and returns its scale; for a row
+    /// [`storable`](Self::storable) rejects, the stored values are the conversion's (±inf,
+    /// NaN, a saturated int8).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use attention_core::Element;
+    /// let mut q = [0i8; 2];
+    /// let s = i8::write_row(&[1.0, -0.5], &mut q);
+    /// assert_eq!((q, s), ([127, -64], 1.0 / 127.0));
+    /// ```
+    fn write_row(x: &[Self::Float], out: &mut [Self::Unit]) -> ScaleOf<Self>;
+}
+
+macro_rules! float_element {
+    ($t:ty, $name:literal) => {
+        impl Element for $t {
+            type Float = $t;
+            type Unit = $t;
+            const NAME: &'static str = $name;
+            #[inline]
+            fn storable(_: &[$t]) -> bool {
+                true
+            }
+            #[inline]
+            fn write_row(x: &[$t], out: &mut [$t]) {
+                for (o, &v) in out.iter_mut().zip(x) {
+                    *o = v;
+                }
+            }
+        }
+    };
+}
+float_element!(f32, "f32");
+float_element!(f64, "f64");
+
+macro_rules! stored_element {
+    ($t:ty) => {
+        impl Element for $t {
+            type Float = f32;
+            type Unit = $t;
+            const NAME: &'static str = <$t as Stored>::NAME;
+            #[inline]
+            fn storable(x: &[f32]) -> bool {
+                <$t as Stored>::check_row(x).is_ok()
+            }
+            #[inline]
+            fn write_row(x: &[f32], out: &mut [$t]) -> ScaleOf<$t> {
+                <$t as Stored>::write_row(x, out)
+            }
+        }
+    };
+}
+stored_element!(f16);
+stored_element!(bf16);
+stored_element!(i8);
 
 /// Where a [`Cache`] keeps its keys and values: inline arrays whose sizes are const generics
 /// ([`Inline`], the storage of a [`KvCache`]), or buffers the caller lends ([`Borrowed`], the
@@ -279,7 +435,8 @@ mod sealed {
 pub trait Storage: sealed::Sealed {}
 
 /// The storage of a [`KvCache`]: `HKV` kv heads of `CAP` slots of `D` key and `DV` value
-/// elements, inside the value (`size_of` is constant from the first token to the last).
+/// elements of type `E` (and one scale per row for int8), inside the value (`size_of` is
+/// constant from the first token to the last).
 ///
 /// # Examples
 ///
@@ -287,40 +444,49 @@ pub trait Storage: sealed::Sealed {}
 /// use attention_core::{Cache, Inline, KvCache};
 /// // 2 kv heads × 16 slots × (8 + 8) f32: 1,024 bytes of storage.
 /// assert!(core::mem::size_of::<Cache<Inline<f32, 2, 16, 8, 8>>>() >= 1024);
+/// // int8: 256 bytes of values and 2 × 2 × 16 scales of 4 bytes.
+/// assert!(core::mem::size_of::<Cache<Inline<i8, 2, 16, 8, 8>>>() < 1024);
 /// let c: KvCache<f32, 2, 16, 8, 8> = Cache::<Inline<f32, 2, 16, 8, 8>>::new(None)?;
 /// assert_eq!(c.capacity(), 16);
 /// # Ok::<(), attention_core::Error>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct Inline<F, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> {
-    k: [[[F; D]; CAP]; HKV],
-    v: [[[F; DV]; CAP]; HKV],
+pub struct Inline<E: Element, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> {
+    k: [[[E::Unit; D]; CAP]; HKV],
+    v: [[[E::Unit; DV]; CAP]; HKV],
+    ks: [[ScaleOf<E>; CAP]; HKV],
+    vs: [[ScaleOf<E>; CAP]; HKV],
 }
 
-impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> Storage
-    for Inline<F, HKV, CAP, D, DV>
+impl<E: Element, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> Storage
+    for Inline<E, HKV, CAP, D, DV>
 {
 }
 
-impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> sealed::Sealed
-    for Inline<F, HKV, CAP, D, DV>
+impl<E: Element, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> sealed::Sealed
+    for Inline<E, HKV, CAP, D, DV>
 {
-    type Elem = F;
-    fn keys(&self) -> &[F] {
-        self.k.as_flattened().as_flattened()
+    type Elem = E;
+    fn store(&self) -> StoreRef<'_, E> {
+        StoreRef {
+            k: self.k.as_flattened().as_flattened(),
+            v: self.v.as_flattened().as_flattened(),
+            ks: self.ks.as_flattened(),
+            vs: self.vs.as_flattened(),
+        }
     }
-    fn values(&self) -> &[F] {
-        self.v.as_flattened().as_flattened()
-    }
-    fn both_mut(&mut self) -> (&mut [F], &mut [F]) {
-        (
-            self.k.as_flattened_mut().as_flattened_mut(),
-            self.v.as_flattened_mut().as_flattened_mut(),
-        )
+    fn store_mut(&mut self) -> StoreMut<'_, E> {
+        StoreMut {
+            k: self.k.as_flattened_mut().as_flattened_mut(),
+            v: self.v.as_flattened_mut().as_flattened_mut(),
+            ks: self.ks.as_flattened_mut(),
+            vs: self.vs.as_flattened_mut(),
+        }
     }
 }
 
-/// The storage of a [`KvCacheSlice`]: key and value buffers the caller lends.
+/// The storage of a [`KvCacheSlice`]: key and value buffers the caller lends (and, for int8,
+/// the buffers of their scales).
 ///
 /// # Examples
 ///
@@ -332,25 +498,37 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
 /// # Ok::<(), attention_core::Error>(())
 /// ```
 #[derive(Debug)]
-pub struct Borrowed<'a, F> {
-    k: &'a mut [F],
-    v: &'a mut [F],
+pub struct Borrowed<'a, E: Element> {
+    k: &'a mut [E::Unit],
+    v: &'a mut [E::Unit],
+    ks: &'a mut [ScaleOf<E>],
+    vs: &'a mut [ScaleOf<E>],
 }
 
-impl<F: Float> Storage for Borrowed<'_, F> {}
+impl<E: Element> Storage for Borrowed<'_, E> {}
 
-impl<F: Float> sealed::Sealed for Borrowed<'_, F> {
-    type Elem = F;
-    fn keys(&self) -> &[F] {
-        self.k
+impl<E: Element> sealed::Sealed for Borrowed<'_, E> {
+    type Elem = E;
+    fn store(&self) -> StoreRef<'_, E> {
+        StoreRef {
+            k: self.k,
+            v: self.v,
+            ks: self.ks,
+            vs: self.vs,
+        }
     }
-    fn values(&self) -> &[F] {
-        self.v
-    }
-    fn both_mut(&mut self) -> (&mut [F], &mut [F]) {
-        (self.k, self.v)
+    fn store_mut(&mut self) -> StoreMut<'_, E> {
+        StoreMut {
+            k: self.k,
+            v: self.v,
+            ks: self.ks,
+            vs: self.vs,
+        }
     }
 }
+
+/// The float type of a cache over the storage `S` (queries, outputs, pushed rows).
+pub type FloatOf<S> = <<S as sealed::Sealed>::Elem as Element>::Float;
 
 /// The streaming causal decoder over a KV cache: [`push`](Self::push) each token's keys and
 /// values, then [`attend`](Self::attend) with its query (or both at once:
@@ -391,7 +569,8 @@ pub struct Cache<S> {
 }
 
 /// A KV cache for one layer with a capacity fixed at compile time: `HKV` key/value heads of
-/// widths `D` (keys) and `DV` (values), `CAP` token slots, stored inline
+/// widths `D` (keys) and `DV` (values), `CAP` token slots, stored inline as `E` ([`Element`]:
+/// `f32`, `f64`, or the reduced `f16`, `bf16`, `i8` computed in f32)
 /// (`size_of::<Self>()`, constant from the first token to the last). The methods are
 /// [`Cache`]'s.
 ///
@@ -403,10 +582,14 @@ pub struct Cache<S> {
 /// let mut c = KvCache::<f32, 1, 64, 16, 16>::new(Some(Window::new(60, 4)))?;
 /// c.push(&[0.5; 16], &[1.0; 16])?;
 /// assert_eq!((c.len(), c.capacity()), (1, 64));
+/// // The same in int8: pushed and attended in f32, stored as 16 bytes + a scale per row.
+/// let mut q = KvCache::<i8, 1, 64, 16, 16>::new(Some(Window::new(60, 4)))?;
+/// q.push(&[0.5; 16], &[1.0; 16])?;
+/// assert_eq!(q.token_bytes(), 2 * (16 + 4));
 /// # Ok::<(), attention_core::Error>(())
 /// ```
-pub type KvCache<F, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> =
-    Cache<Inline<F, HKV, CAP, D, DV>>;
+pub type KvCache<E, const HKV: usize, const CAP: usize, const D: usize, const DV: usize> =
+    Cache<Inline<E, HKV, CAP, D, DV>>;
 
 /// A KV cache over storage the caller provides, for dimensions known only at run time:
 /// `k_store` holds `kv_heads × capacity × d` values, `v_store` `kv_heads × capacity × dv`
@@ -424,10 +607,10 @@ pub type KvCache<F, const HKV: usize, const CAP: usize, const D: usize, const DV
 /// assert_eq!((c.cached(), c.capacity()), (1, 3));
 /// # Ok::<(), attention_core::Error>(())
 /// ```
-pub type KvCacheSlice<'a, F> = Cache<Borrowed<'a, F>>;
+pub type KvCacheSlice<'a, E> = Cache<Borrowed<'a, E>>;
 
-impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usize>
-    Cache<Inline<F, HKV, CAP, D, DV>>
+impl<E: Element, const HKV: usize, const CAP: usize, const D: usize, const DV: usize>
+    Cache<Inline<E, HKV, CAP, D, DV>>
 {
     /// An empty cache: keeping every token (`None`, at most `CAP` of them) or evicting by a
     /// [`Window`]. An endless stream needs `sinks + size <= CAP`; a larger window is accepted
@@ -450,15 +633,20 @@ impl<F: Float, const HKV: usize, const CAP: usize, const D: usize, const DV: usi
     pub fn new(window: Option<Window>) -> Result<Self, Error> {
         Ok(Cache {
             store: Inline {
-                k: [[[F::ZERO; D]; CAP]; HKV],
-                v: [[[F::ZERO; DV]; CAP]; HKV],
+                k: [[[E::Unit::default(); D]; CAP]; HKV],
+                v: [[[E::Unit::default(); DV]; CAP]; HKV],
+                ks: [[ScaleOf::<E>::default(); CAP]; HKV],
+                vs: [[ScaleOf::<E>::default(); CAP]; HKV],
             },
             ring: Ring::new(HKV, D, DV, CAP, window)?,
         })
     }
 }
 
-impl<'a, F: Float> Cache<Borrowed<'a, F>> {
+impl<'a, E: Element<Unit = E>> Cache<Borrowed<'a, E>>
+where
+    E: Operand<E::Float, Scale = ()>,
+{
     /// An empty cache over `k_store` and `v_store` (see [`KvCacheSlice`]), keeping every token
     /// or evicting by a [`Window`]. As for [`KvCache`], a window with `sinks + size` above the
     /// capacity is accepted, and [`push`](Cache::push) returns [`Error::CacheFull`] when the
@@ -479,11 +667,77 @@ impl<'a, F: Float> Cache<Borrowed<'a, F>> {
     /// # Ok::<(), attention_core::Error>(())
     /// ```
     pub fn new(
-        k_store: &'a mut [F],
-        v_store: &'a mut [F],
+        k_store: &'a mut [E],
+        v_store: &'a mut [E],
         kv_heads: usize,
         d: usize,
         dv: usize,
+        window: Option<Window>,
+    ) -> Result<Self, Error> {
+        Self::over(
+            k_store,
+            v_store,
+            (&mut [], &mut []),
+            (kv_heads, d, dv),
+            window,
+        )
+    }
+}
+
+impl<'a> Cache<Borrowed<'a, i8>> {
+    /// An empty int8 cache over caller buffers (see [`KvCacheSlice`]): `k_store` and `v_store`
+    /// as for [`KvCacheSlice::new`], and one f32 scale per stored row in `k_scales` and
+    /// `v_scales` (`kv_heads × capacity` each).
+    ///
+    /// # Errors
+    ///
+    /// As [`KvCacheSlice::new`], and [`Error::LengthMismatch`] for a scale buffer of another
+    /// length.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use attention_core::KvCacheSlice;
+    /// // 1 kv head, d = dv = 64, room for 1,000 tokens: 128,000 + 8,000 bytes.
+    /// let (mut k, mut v) = (vec![0i8; 64_000], vec![0i8; 64_000]);
+    /// let (mut ks, mut vs) = (vec![0.0f32; 1000], vec![0.0f32; 1000]);
+    /// let c = KvCacheSlice::new_int8(&mut k, &mut v, &mut ks, &mut vs, 1, 64, 64, None)?;
+    /// assert_eq!((c.capacity(), c.token_bytes()), (1000, 136));
+    /// # Ok::<(), attention_core::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_int8(
+        k_store: &'a mut [i8],
+        v_store: &'a mut [i8],
+        k_scales: &'a mut [f32],
+        v_scales: &'a mut [f32],
+        kv_heads: usize,
+        d: usize,
+        dv: usize,
+        window: Option<Window>,
+    ) -> Result<Self, Error> {
+        let c = Self::over(
+            k_store,
+            v_store,
+            (k_scales, v_scales),
+            (kv_heads, d, dv),
+            window,
+        )?;
+        let rows = mul(c.ring.cap, kv_heads)?;
+        check_len("k_scales", rows, c.store.ks.len())?;
+        check_len("v_scales", rows, c.store.vs.len())?;
+        Ok(c)
+    }
+}
+
+impl<'a, E: Element> Cache<Borrowed<'a, E>> {
+    /// The cache over the buffers, its capacity read from `k_store` (the scales' lengths are
+    /// the caller's to check).
+    fn over(
+        k_store: &'a mut [E::Unit],
+        v_store: &'a mut [E::Unit],
+        (ks, vs): (&'a mut [ScaleOf<E>], &'a mut [ScaleOf<E>]),
+        (kv_heads, d, dv): (usize, usize, usize),
         window: Option<Window>,
     ) -> Result<Self, Error> {
         let ring0 = Ring::new(kv_heads, d, dv, 0, window)?;
@@ -495,6 +749,8 @@ impl<'a, F: Float> Cache<Borrowed<'a, F>> {
             store: Borrowed {
                 k: k_store,
                 v: v_store,
+                ks,
+                vs,
             },
             ring: Ring { cap, ..ring0 },
         })
@@ -508,8 +764,9 @@ impl<S: Storage> Cache<S> {
     /// # Errors
     ///
     /// [`Error::LengthMismatch`]; [`Error::CacheFull`] if the cache would need more than its
-    /// capacity (no window and that many tokens already, or `sinks + size` above it); the cache
-    /// is unchanged then.
+    /// capacity (no window and that many tokens already, or `sinks + size` above it);
+    /// [`Error::NotStorable`] if a reduced cache ([`Element`]) cannot hold a value (NaN, ±inf,
+    /// a value its format rounds to ±inf). The cache is unchanged then.
     ///
     /// # Examples
     ///
@@ -520,9 +777,8 @@ impl<S: Storage> Cache<S> {
     /// assert_eq!(c.push(&[1.0, 2.0], &[3.0]), Err(Error::CacheFull { capacity: 1 }));
     /// # Ok::<(), attention_core::Error>(())
     /// ```
-    pub fn push(&mut self, k: &[S::Elem], v: &[S::Elem]) -> Result<(), Error> {
-        let (ks, vs) = self.store.both_mut();
-        self.ring.push(ks, vs, k, v)
+    pub fn push(&mut self, k: &[FloatOf<S>], v: &[FloatOf<S>]) -> Result<(), Error> {
+        self.ring.push::<S::Elem>(self.store.store_mut(), k, v)
     }
 
     /// Attention of the newest token's queries (`heads × d`, `heads` a multiple of the kv
@@ -549,15 +805,15 @@ impl<S: Storage> Cache<S> {
     /// assert_eq!(o, [2.0]); // equal scores: the mean
     /// # Ok::<(), attention_core::Error>(())
     /// ```
-    pub fn attend<B: Backend<S::Elem>>(
+    pub fn attend<B: Backend<FloatOf<S>>>(
         &self,
         backend: B,
-        q: &[S::Elem],
-        opts: &DecodeOptions<'_, S::Elem>,
-        out: Output<'_, S::Elem>,
+        q: &[FloatOf<S>],
+        opts: &DecodeOptions<'_, FloatOf<S>>,
+        out: Output<'_, FloatOf<S>>,
     ) -> Result<(), Error> {
-        let stores = (self.store.keys(), self.store.values());
-        self.ring.attend(backend, stores, q, opts, out)
+        self.ring
+            .attend::<S::Elem, B>(backend, self.store.store(), q, opts, out)
     }
 
     /// [`push`](Self::push) then [`attend`](Self::attend): one step of the decoder.
@@ -576,14 +832,14 @@ impl<S: Storage> Cache<S> {
     /// assert_eq!(o, [9.0]);
     /// # Ok::<(), attention_core::Error>(())
     /// ```
-    pub fn decode<B: Backend<S::Elem>>(
+    pub fn decode<B: Backend<FloatOf<S>>>(
         &mut self,
         backend: B,
-        q: &[S::Elem],
-        k: &[S::Elem],
-        v: &[S::Elem],
-        opts: &DecodeOptions<'_, S::Elem>,
-        out: Output<'_, S::Elem>,
+        q: &[FloatOf<S>],
+        k: &[FloatOf<S>],
+        v: &[FloatOf<S>],
+        opts: &DecodeOptions<'_, FloatOf<S>>,
+        out: Output<'_, FloatOf<S>>,
     ) -> Result<(), Error> {
         self.push(k, v)?;
         self.attend(backend, q, opts, out)
@@ -638,6 +894,29 @@ impl<S: Storage> Cache<S> {
     /// ```
     pub fn capacity(&self) -> usize {
         self.ring.cap
+    }
+
+    /// Bytes of storage one cached token takes: its keys and values in every kv head, with
+    /// their scales (int8): `kv_heads · (d·size_of(E) + dv·size_of(E) + 2·size_of(scale))`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use attention_core::{softmax_core::stored::f16, KvCache};
+    /// assert_eq!(KvCache::<f32, 2, 4, 64, 64>::new(None)?.token_bytes(), 1024);
+    /// assert_eq!(KvCache::<f16, 2, 4, 64, 64>::new(None)?.token_bytes(), 512);
+    /// assert_eq!(KvCache::<i8, 2, 4, 64, 64>::new(None)?.token_bytes(), 272);
+    /// # Ok::<(), attention_core::Error>(())
+    /// ```
+    pub fn token_bytes(&self) -> usize {
+        let (unit, scale) = (
+            core::mem::size_of::<<S::Elem as Element>::Unit>(),
+            core::mem::size_of::<ScaleOf<S::Elem>>(),
+        );
+        let row = |w: usize| w.saturating_mul(unit).saturating_add(scale);
+        self.ring
+            .hkv
+            .saturating_mul(row(self.ring.d).saturating_add(row(self.ring.dv)))
     }
 
     /// The eviction rule.

@@ -11,6 +11,7 @@
 use softmax_core::backend::Backend;
 use softmax_core::chunks::{chunks, chunks_mut};
 use softmax_core::linalg::within;
+use softmax_core::stored::Operand;
 use softmax_core::{special, Float};
 
 use crate::options::Qkv;
@@ -137,35 +138,63 @@ impl<F: Float> Row<'_, F> {
     }
 }
 
-/// Where a tile's keys and values live: key `j`'s `K` row and `V` row.
+/// Where a tile's keys and values live: key `j`'s `K` row and `V` row, as elements of type
+/// `U` read as `F` ([`Operand`]: `F` itself, or a reduced-precision format of the decoder's
+/// cache read as f32 with its row's scale).
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Keys<'a, F> {
+pub(crate) enum Keys<'a, F: Float, U: Operand<F> = F> {
     /// One buffer each, key `j` at row `j`: the full computation's.
-    Contiguous { k: &'a [F], v: &'a [F] },
-    /// The decoder's cache of one kv head: position `j` at row `map.slot(j)`.
+    Contiguous { k: &'a [U], v: &'a [U] },
+    /// The decoder's cache of one kv head: position `j` at row `map.slot(j)`, with the rows'
+    /// scales (`ks`, `vs`: one per slot for int8, empty otherwise).
     Slots {
-        k: &'a [F],
-        v: &'a [F],
+        k: &'a [U],
+        v: &'a [U],
+        ks: &'a [U::Scale],
+        vs: &'a [U::Scale],
         map: SlotMap,
     },
 }
 
-impl<F> Keys<'_, F> {
-    /// Calls `f(first key, K rows, V rows)` for the runs of consecutive rows that hold the
-    /// keys `[a, b)`, in ascending order (`d` and `dv` the widths of a `K` and a `V` row).
+/// A run of consecutive rows of a key source: its `K` rows and their scales, its `V` rows and
+/// theirs.
+pub(crate) struct Piece<'a, U, S> {
+    k: &'a [U],
+    ks: &'a [S],
+    v: &'a [U],
+    vs: &'a [S],
+}
+
+impl<F: Float, U: Operand<F>> Keys<'_, F, U> {
+    /// Calls `f(first key, rows)` for the runs of consecutive rows that hold the keys
+    /// `[a, b)`, in ascending order (`d` and `dv` the widths of a `K` and a `V` row).
     #[inline(always)]
     fn pieces(
         &self,
         (a, b): (u64, u64),
         (d, dv): (usize, usize),
-        mut f: impl FnMut(u64, &[F], &[F]),
+        mut f: impl FnMut(u64, Piece<'_, U, U::Scale>),
     ) {
         match *self {
-            Keys::Contiguous { k, v } => f(a, keys_of(k, a, b, d), keys_of(v, a, b, dv)),
-            Keys::Slots { k, v, map } => map.for_each_run((a, b), |pos0, slot0, n| {
-                let kr = k.get(slot0 * d..(slot0 + n) * d).unwrap_or(&[]);
-                let vr = v.get(slot0 * dv..(slot0 + n) * dv).unwrap_or(&[]);
-                f(pos0, kr, vr);
+            Keys::Contiguous { k, v } => f(
+                a,
+                Piece {
+                    k: keys_of(k, a, b, d),
+                    ks: &[],
+                    v: keys_of(v, a, b, dv),
+                    vs: &[],
+                },
+            ),
+            Keys::Slots { k, v, ks, vs, map } => map.for_each_run((a, b), |pos0, slot0, n| {
+                f(
+                    pos0,
+                    Piece {
+                        k: k.get(slot0 * d..(slot0 + n) * d).unwrap_or(&[]),
+                        ks: ks.get(slot0..slot0 + n).unwrap_or(&[]),
+                        v: v.get(slot0 * dv..(slot0 + n) * dv).unwrap_or(&[]),
+                        vs: vs.get(slot0..slot0 + n).unwrap_or(&[]),
+                    },
+                );
             }),
         }
     }
@@ -203,10 +232,10 @@ impl Block {
     }
 }
 
-/// A tile of query rows against a key source.
-pub(crate) struct Tile<'a, F> {
+/// A tile of query rows against a key source (its elements of type `U`, read as `F`).
+pub(crate) struct Tile<'a, F: Float, U: Operand<F> = F> {
     /// Where the keys and values live.
-    pub(crate) keys: Keys<'a, F>,
+    pub(crate) keys: Keys<'a, F, U>,
     /// The rows' queries, `rows × d`.
     pub(crate) q: &'a [F],
     pub(crate) d: usize,
@@ -219,11 +248,11 @@ pub(crate) struct Tile<'a, F> {
     row: [Row<'a, F>; TQ],
 }
 
-impl<'a, F: Float> Tile<'a, F> {
+impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
     /// A tile of `rows` (at least 1, at most [`TQ`]) query rows, `row(r)` describing row `r`.
     #[inline(always)]
     pub(crate) fn new(
-        (keys, q, d, dv): (Keys<'a, F>, &'a [F], usize, usize),
+        (keys, q, d, dv): (Keys<'a, F, U>, &'a [F], usize, usize),
         (range, koff): ((u64, u64), u64),
         rows: usize,
         row: impl Fn(usize) -> Row<'a, F>,
@@ -327,14 +356,15 @@ impl<'a, F: Float> Tile<'a, F> {
             return;
         };
         let mut product = |a: u64, b: u64| {
-            self.keys.pieces((a, b), (d, self.dv), |p0, kr, _| {
+            self.keys.pieces((a, b), (d, self.dv), |p0, pc| {
+                let (kr, ks) = (pc.k, pc.ks);
                 let n = kr.len().checked_div(d).unwrap_or(0);
                 let c0 = (p0 - blk.u0) as usize;
                 if n == w {
-                    within::matmul_nt(self.q, kr, d, sc);
+                    within::matmul_nt_stored(self.q, kr, ks, d, sc);
                 } else if !MULTI || rows == 1 {
                     if let Some(dst) = sc.get_mut(c0..c0 + n) {
-                        within::matmul_nt(self.q, kr, d, dst);
+                        within::matmul_nt_stored(self.q, kr, ks, d, dst);
                     }
                 } else {
                     // Part of the columns of several rows (a run of the rows' shared runs: the
@@ -342,7 +372,7 @@ impl<'a, F: Float> Tile<'a, F> {
                     // by side, then into their columns.
                     let mut gather = [F::ZERO; GATHER];
                     let dt = gather.get_mut(..rows * n).unwrap_or(&mut []);
-                    within::matmul_nt(self.q, kr, d, dt);
+                    within::matmul_nt_stored(self.q, kr, ks, d, dt);
                     for (row, src) in chunks_mut(sc, w).zip(chunks(dt, n.max(1))) {
                         let dst = row.get_mut(c0..c0 + n).unwrap_or(&mut []);
                         for (a, &b) in dst.iter_mut().zip(src) {
@@ -413,15 +443,16 @@ impl<'a, F: Float> Tile<'a, F> {
             match blk.shared() {
                 Some(runs) => {
                     for (a, b) in runs.iter() {
-                        self.keys.pieces((a, b), (self.d, dv), |p0, _, vr| {
+                        self.keys.pieces((a, b), (self.d, dv), |p0, pc| {
+                            let (vr, vs) = (pc.v, pc.vs);
                             let n = vr.len().checked_div(dv).unwrap_or(0);
                             let c0 = (p0 - blk.u0) as usize;
                             let acc = acc.get_mut(..rows * dv).unwrap_or(&mut []);
                             if n == w {
-                                within::matmul_nn(sc, vr, n, dv, acc, true);
+                                within::matmul_nn_stored(sc, vr, vs, n, dv, acc, true);
                             } else if !MULTI || rows == 1 {
                                 let wr = sc.get(c0..c0 + n).unwrap_or(&[]);
-                                within::matmul_nn(wr, vr, n, dv, acc, true);
+                                within::matmul_nn_stored(wr, vr, vs, n, dv, acc, true);
                             } else {
                                 let mut gather = [F::ZERO; GATHER];
                                 let wt = gather.get_mut(..rows * n).unwrap_or(&mut []);
@@ -431,7 +462,7 @@ impl<'a, F: Float> Tile<'a, F> {
                                         *a = b;
                                     }
                                 }
-                                within::matmul_nn(wt, vr, n, dv, acc, true);
+                                within::matmul_nn_stored(wt, vr, vs, n, dv, acc, true);
                             }
                         });
                     }
@@ -445,11 +476,12 @@ impl<'a, F: Float> Tile<'a, F> {
                             continue;
                         };
                         for (a, b) in runs.iter() {
-                            self.keys.pieces((a, b), (self.d, dv), |p0, _, vr| {
+                            self.keys.pieces((a, b), (self.d, dv), |p0, pc| {
+                                let (vr, vs) = (pc.v, pc.vs);
                                 let n = vr.len().checked_div(dv).unwrap_or(0);
                                 let c0 = (p0 - blk.u0) as usize;
                                 let wr = srow.get(c0..c0 + n).unwrap_or(&[]);
-                                within::matmul_nn(wr, vr, n, dv, acc_r, true);
+                                within::matmul_nn_stored(wr, vr, vs, n, dv, acc_r, true);
                             });
                         }
                     }

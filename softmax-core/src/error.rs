@@ -55,6 +55,9 @@ pub enum Error {
     /// [`quant`](crate::quant): a row whose fixed-point sum of exps overflows its int32
     /// accumulator, or (int8 output) reaches 2²⁸, where TFLM's reference aborts.
     QuantizedSumOverflow,
+    /// [`stored`](crate::stored): a row that a reduced-precision format cannot hold (NaN, ±inf,
+    /// or a finite value the format would round to ±inf).
+    NotStorable,
 }
 
 impl core::fmt::Display for Error {
@@ -86,6 +89,9 @@ impl core::fmt::Display for Error {
             ),
             Error::QuantizedSumOverflow => f.write_str(
                 "the row's fixed-point sum of exps overflows (TensorFlow Lite Micro has no answer)",
+            ),
+            Error::NotStorable => f.write_str(
+                "the row holds NaN, an infinity or a value the storage format rounds to infinity",
             ),
         }
     }

@@ -143,6 +143,7 @@ mod slice;
 pub mod soft;
 mod spec;
 pub mod special;
+pub mod stored;
 
 pub use error::Error;
 pub use float::Float;

@@ -228,3 +228,66 @@ fn overflowing_shapes_are_errors() {
     assert_eq!(linalg::matmul_nn(&a, &b, 2, 2, &mut c[..2], false), Ok(()));
     assert_eq!(linalg::matmul_tn(&a, &b[..2], 2, 2, &mut c, false), Ok(()));
 }
+
+/// The products over stored rows (`within::matmul_nt_stored`, `matmul_nn_stored`: int8 with a
+/// scale per row, f16, bf16, read in registers) equal the f32 products over the read-back values
+/// (`Operand::load`), bit for bit, at the level this machine runs (in release: the AVX2 copies
+/// with their eight-at-a-time conversions). The rows mix magnitudes, so that f16 meets its
+/// subnormals and int8 rows have scales of very different sizes.
+#[test]
+fn stored_products_equal_the_f32_products_over_the_read_back_values() {
+    use softmax_core::linalg::within;
+    use softmax_core::stored::{bf16, f16, Stored};
+    level_under_test();
+
+    fn check<U: Stored>(seed: &mut u64, m: usize, n: usize, k: usize) {
+        // Rows of B: values in [-4, 4) times a per-row magnitude from 2^-20 to 2^6.
+        let raw = values(seed, n * k);
+        let mut b = vec![U::default(); n * k];
+        let mut scales = Vec::new();
+        let mut back = vec![0.0f32; n * k];
+        for (j, (row, (dst, rb))) in raw
+            .chunks(k)
+            .zip(b.chunks_mut(k).zip(back.chunks_mut(k)))
+            .enumerate()
+        {
+            let mag = 2f32.powi((j as i32 * 7) % 27 - 20);
+            let x: Vec<f32> = row.iter().map(|v| v * mag).collect();
+            let s = U::store_row(&x, dst).unwrap();
+            scales.push(s);
+            for (r, &u) in rb.iter_mut().zip(dst.iter()) {
+                *r = u.load(s);
+            }
+        }
+        let scales: Vec<U::Scale> = if core::mem::size_of::<U::Scale>() == 0 {
+            Vec::new()
+        } else {
+            scales
+        };
+        let a = values(seed, m * k);
+        let mut c = vec![f32::NAN; m * n];
+        let mut want = vec![0.0f32; m * n];
+        within::matmul_nt_stored(&a, &b, &scales, k, &mut c);
+        within::matmul_nt(&a, &back, k, &mut want);
+        assert!(same(&c, &want), "{} matmul_nt m={m} n={n} k={k}", U::NAME);
+        let a = values(seed, m * n);
+        for acc in [false, true] {
+            let old = values(seed, m * k);
+            let (mut c, mut want) = (old.clone(), old);
+            within::matmul_nn_stored(&a, &b, &scales, n, k, &mut c, acc);
+            within::matmul_nn(&a, &back, n, k, &mut want, acc);
+            assert!(same(&c, &want), "{} matmul_nn m={m} n={n} k={k}", U::NAME);
+        }
+    }
+
+    let mut seed = 23u64;
+    for m in [1usize, 2, 3, 8] {
+        for n in [1usize, 3, 4, 7, 8, 9, 64, 65, 130] {
+            for k in [1usize, 7, 8, 16, 17, 33, 64, 128, 129] {
+                check::<i8>(&mut seed, m, n, k);
+                check::<f16>(&mut seed, m, n, k);
+                check::<bf16>(&mut seed, m, n, k);
+            }
+        }
+    }
+}

@@ -9,38 +9,137 @@
 //! product share their loads. `softmax-core/tests/products.rs` (release, in CI) compares their
 //! bits with the portable loops, `harness/tests/dispatch_levels.rs` (release) at every level.
 //!
+//! The kernels are generic over the element type of `B` ([`Lane8`]): f32, or a stored format
+//! of [`stored`](crate::stored) (int8 with a scale per row, f16, bf16) whose values are formed
+//! in registers, eight at a time, exactly as [`Operand::load`] forms them one at a time (an
+//! exact conversion, and for int8 the one f32 product `q·s`); the rest of each kernel is the
+//! f32 kernel's, so a product over stored rows has the bits of the portable loop over them.
+//!
 //! The `unsafe` of the products is confined to this file: the loads and stores of the
 //! intrinsics, and the calls of the `#[target_feature]` kernels, made only after
 //! [`simd::level`] has reported AVX2 (detected with the OS support for its registers).
 #![allow(unsafe_code)]
 
+use super::portable::scale;
 use crate::simd::{self, Level};
+use crate::stored::{bf16, f16, Operand};
 use core::arch::x86_64::{
-    __m256, _mm256_add_ps, _mm256_castps256_ps128, _mm256_extractf128_ps, _mm256_loadu_ps,
-    _mm256_mul_ps, _mm256_permute2f128_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_shuffle_ps,
-    _mm256_storeu_ps, _mm_cvtss_f32, _mm_movehdup_ps,
+    __m128i, __m256, _mm256_add_epi32, _mm256_add_ps, _mm256_and_si256, _mm256_blendv_ps,
+    _mm256_castps256_ps128, _mm256_castsi256_ps, _mm256_cmpeq_epi32, _mm256_cvtepi32_ps,
+    _mm256_cvtepi8_epi32, _mm256_cvtepu16_epi32, _mm256_extractf128_ps, _mm256_loadu_ps,
+    _mm256_mul_ps, _mm256_or_ps, _mm256_permute2f128_ps, _mm256_set1_epi32, _mm256_set1_ps,
+    _mm256_setzero_ps, _mm256_setzero_si256, _mm256_shuffle_ps, _mm256_slli_epi32,
+    _mm256_storeu_ps, _mm256_sub_ps, _mm_cvtss_f32, _mm_loadl_epi64, _mm_loadu_si128,
+    _mm_movehdup_ps,
 };
 
-/// `C = A·Bᵀ` with the AVX2 kernel, as `portable::matmul_nt` computes it; `false` (nothing
-/// done) when the CPU runs below AVX2 or `k = 0`.
+/// An element type of `B` the kernels read eight at a time: f32 as it is, a stored format
+/// converted in registers ([`Operand::load`] for eight values at once, bit for bit).
+pub(crate) trait Lane8: Operand<f32> {
+    /// The eight values `x[i].load(s)`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX2 (callers are `#[target_feature(enable = "avx2")]` kernels,
+    /// into which this is inlined).
+    unsafe fn load8(x: &[Self; 8], s: Self::Scale) -> __m256;
+}
+
+impl Lane8 for f32 {
+    #[inline(always)]
+    unsafe fn load8(x: &[f32; 8], _: ()) -> __m256 {
+        // SAFETY: AVX2 (the caller's contract); `x` is 8 floats, `loadu` has no alignment
+        // requirement.
+        unsafe { _mm256_loadu_ps(x.as_ptr()) }
+    }
+}
+
+impl Lane8 for i8 {
+    /// Sign-extended to i32, converted (exact: |q| <= 127), times the row's scale: `q·s`.
+    #[inline(always)]
+    unsafe fn load8(x: &[i8; 8], s: f32) -> __m256 {
+        // SAFETY: AVX2 (the caller's contract); `x` is 8 bytes, the 64-bit load reads exactly
+        // those, unaligned.
+        unsafe {
+            let q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(x.as_ptr().cast::<__m128i>()));
+            _mm256_mul_ps(_mm256_cvtepi32_ps(q), _mm256_set1_ps(s))
+        }
+    }
+}
+
+/// Eight 16-bit patterns, zero-extended to 32 bits.
 #[inline(always)]
-pub(super) fn matmul_nt(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> bool {
+unsafe fn widen16<T>(x: &[T; 8]) -> core::arch::x86_64::__m256i {
+    const { assert!(core::mem::size_of::<T>() == 2) };
+    // SAFETY: AVX2 (the caller's contract); `x` is 8 values of 2 bytes (checked above): the
+    // 128-bit unaligned load reads exactly them.
+    unsafe { _mm256_cvtepu16_epi32(_mm_loadu_si128(x.as_ptr().cast::<__m128i>())) }
+}
+
+impl Lane8 for bf16 {
+    /// The top half of the f32's bits.
+    #[inline(always)]
+    unsafe fn load8(x: &[bf16; 8], _: ()) -> __m256 {
+        // SAFETY: AVX2 (the caller's contract); `widen16` reads the 8 values.
+        unsafe { _mm256_castsi256_ps(_mm256_slli_epi32::<16>(widen16(x))) }
+    }
+}
+
+impl Lane8 for f16 {
+    /// `stored::f16_bits_to_f32` on eight lanes: the exponent re-biased, subnormals as an
+    /// exact difference of normal numbers (selected by lane), the sign put back.
+    #[inline(always)]
+    unsafe fn load8(x: &[f16; 8], _: ()) -> __m256 {
+        // SAFETY: AVX2 (the caller's contract); `widen16` reads the 8 values.
+        unsafe {
+            let h = widen16(x);
+            let sign = _mm256_slli_epi32::<16>(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)));
+            let o = _mm256_slli_epi32::<13>(_mm256_and_si256(h, _mm256_set1_epi32(0x7fff)));
+            let normal = _mm256_add_epi32(o, _mm256_set1_epi32(112 << 23));
+            let sub = _mm256_sub_ps(
+                _mm256_castsi256_ps(_mm256_add_epi32(o, _mm256_set1_epi32(113 << 23))),
+                _mm256_castsi256_ps(_mm256_set1_epi32(113 << 23)),
+            );
+            let is_sub = _mm256_cmpeq_epi32(
+                _mm256_and_si256(o, _mm256_set1_epi32(0x0f80_0000)),
+                _mm256_setzero_si256(),
+            );
+            let mag = _mm256_blendv_ps(
+                _mm256_castsi256_ps(normal),
+                sub,
+                _mm256_castsi256_ps(is_sub),
+            );
+            _mm256_or_ps(mag, _mm256_castsi256_ps(sign))
+        }
+    }
+}
+
+/// `C = A·Bᵀ` with the AVX2 kernel, as `portable::matmul_nt` computes it (row `j` of `B` read
+/// with `s[j]`); `false` (nothing done) when the CPU runs below AVX2 or `k = 0`.
+#[inline(always)]
+pub(super) fn matmul_nt<U: Lane8>(
+    a: &[f32],
+    b: &[U],
+    s: &[U::Scale],
+    k: usize,
+    c: &mut [f32],
+) -> bool {
     if simd::level() < Level::Avx2 || k == 0 {
         return false;
     }
     // SAFETY: `level` never exceeds what the CPU and the OS support: AVX2 and the YMM state.
-    unsafe { kernel_nt(a, b, k, c) };
+    unsafe { kernel_nt(a, b, s, k, c) };
     true
 }
 
 /// `C (+)= A·B` with the AVX2 kernel, as `portable::matmul_nn` computes it; `false` (nothing
 /// done) when the CPU runs below AVX2 or a dimension is 0.
 #[inline(always)]
-pub(super) fn matmul_nn(
+pub(super) fn matmul_nn<U: Lane8>(
     a: &[f32],
-    b: &[f32],
-    n: usize,
-    k: usize,
+    b: &[U],
+    s: &[U::Scale],
+    (n, k): (usize, usize),
     c: &mut [f32],
     accumulate: bool,
 ) -> bool {
@@ -48,7 +147,7 @@ pub(super) fn matmul_nn(
         return false;
     }
     // SAFETY: as in `matmul_nt`.
-    unsafe { kernel_nn(a, b, n, k, c, accumulate) };
+    unsafe { kernel_nn(a, b, s, n, k, c, accumulate) };
     true
 }
 
@@ -75,22 +174,28 @@ pub(crate) fn store8(x: &mut [f32; 8], v: __m256) {
     unsafe { _mm256_storeu_ps(x.as_mut_ptr(), v) }
 }
 
-/// Lanes `0..8` and `8..16` of a chunk of 16.
-#[inline(always)]
-fn halves(x: &[f32; L]) -> (&[f32; 8], &[f32; 8]) {
-    let (lo, hi) = x.split_at(8);
-    (
-        <&[f32; 8]>::try_from(lo).unwrap_or(&[0.0; 8]),
-        <&[f32; 8]>::try_from(hi).unwrap_or(&[0.0; 8]),
-    )
+/// The two halves of a chunk of 16, eight values each, read as f32 (row scale `s`).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn halves<U: Lane8>(x: &[U; L], s: U::Scale) -> (__m256, __m256) {
+    match x.split_first_chunk::<8>() {
+        Some((lo, rest)) => match rest.first_chunk::<8>() {
+            // SAFETY: this function runs with AVX2.
+            Some(hi) => unsafe { (U::load8(lo, s), U::load8(hi, s)) },
+            None => (_mm256_setzero_ps(), _mm256_setzero_ps()),
+        },
+        // Never: a chunk is 16 values.
+        None => (_mm256_setzero_ps(), _mm256_setzero_ps()),
+    }
 }
 
 /// The last `len mod 16` values of a row, padded with zeros to a whole chunk. A padding lane
 /// adds `+0·+0 = +0` to its running sum, which changes nothing: a lane's sum starts at `+0`
-/// and round-to-nearest never makes it `−0`.
+/// and round-to-nearest never makes it `−0` (a stored format's zero reads as `+0`: `+0·s`
+/// with a finite scale for int8).
 #[inline(always)]
-fn padded(tail: &[f32]) -> [f32; L] {
-    let mut p = [0.0; L];
+fn padded<U: Copy + Default>(tail: &[U]) -> [U; L] {
+    let mut p = [U::default(); L];
     for (d, &s) in p.iter_mut().zip(tail) {
         *d = s;
     }
@@ -174,26 +279,30 @@ fn spread(x: [__m256; 8]) -> [__m256; 8] {
 /// order `r·C + c`. Each is `portable::dot` to the bit.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn dots<const R: usize, const C: usize>(a: [&[f32]; R], b: [&[f32]; C]) -> [f32; 4] {
-    combine4(lanes::<R, C>(a, b))
+fn dots<U: Lane8, const R: usize, const C: usize>(
+    a: [&[f32]; R],
+    b: [&[U]; C],
+    s: [U::Scale; C],
+) -> [f32; 4] {
+    combine4(lanes::<U, R, C>(a, b, s))
 }
 
 /// The lanes of the dot products of [`dots`] after the first level of their lane tree
 /// (`l + l+8`), in the same order.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn lanes<const R: usize, const C: usize>(a: [&[f32]; R], b: [&[f32]; C]) -> [__m256; 4] {
+fn lanes<U: Lane8, const R: usize, const C: usize>(
+    a: [&[f32]; R],
+    b: [&[U]; C],
+    s: [U::Scale; C],
+) -> [__m256; 4] {
     let zero = _mm256_setzero_ps();
     let mut lo = [[zero; C]; R];
     let mut hi = [[zero; C]; R];
-    let mut step = |xa: [&[f32; L]; R], xb: [&[f32; L]; C]| {
-        let va = xa.map(|x| {
-            let (l, h) = halves(x);
-            (load8(l), load8(h))
-        });
-        for (c, xb) in xb.iter().enumerate() {
-            let (l, h) = halves(xb);
-            let (bl, bh) = (load8(l), load8(h));
+    let mut step = |xa: [&[f32; L]; R], xb: [&[U; L]; C]| {
+        let va = xa.map(|x| halves(x, ()));
+        for (c, (xb, &sc)) in xb.iter().zip(s.iter()).enumerate() {
+            let (bl, bh) = halves(xb, sc);
             for (r, &(al, ah)) in va.iter().enumerate() {
                 lo[r][c] = _mm256_add_ps(lo[r][c], _mm256_mul_ps(al, bl));
                 hi[r][c] = _mm256_add_ps(hi[r][c], _mm256_mul_ps(ah, bh));
@@ -243,7 +352,7 @@ fn all<T: Copy, const N: usize>(x: [Option<T>; N]) -> Option<[T; N]> {
 
 /// Row `i` of `k` values (empty if out of range).
 #[inline(always)]
-fn row(x: &[f32], i: usize, k: usize) -> &[f32] {
+fn row<U>(x: &[U], i: usize, k: usize) -> &[U] {
     match (
         i.checked_mul(k),
         i.checked_add(1).and_then(|j| j.checked_mul(k)),
@@ -270,7 +379,7 @@ fn out8(c: &mut [f32], i: usize) -> Option<&mut [f32; 8]> {
 /// time; an odd last row of `A` (a single query's scores, whose keys stream from
 /// memory) takes the rows of `B` four at a time.
 #[target_feature(enable = "avx2")]
-fn kernel_nt(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) {
+fn kernel_nt<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [f32]) {
     if k == 0 {
         return;
     }
@@ -279,6 +388,7 @@ fn kernel_nt(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) {
         return;
     };
     let b_last = row(b, last, k);
+    let s_last = scale(sc, last);
     let m = (a.len() / k).min(c.len() / n);
     // Whole groups of eight rows of `B`, each against every row of `A` while it is in L1
     // (attention's key block is 32 KiB at d = 64: it would not stay there for the
@@ -292,13 +402,16 @@ fn kernel_nt(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) {
             let mut r1 = [_mm256_setzero_ps(); 8];
             let (r0p, _) = r0.as_chunks_mut::<2>();
             let (r1p, _) = r1.as_chunks_mut::<2>();
-            for ((u, v), bp) in r0p
+            for (i, ((u, v), bp)) in r0p
                 .iter_mut()
                 .zip(r1p.iter_mut())
                 .zip(bg.chunks_exact(2 * k))
+                .enumerate()
             {
                 let (b0, b1) = bp.split_at(k);
-                let [l00, l01, l10, l11] = lanes::<2, 2>([a0, a1], [b0, b1]);
+                let j = col + 2 * i;
+                let s2 = [scale(sc, j), scale(sc, j + 1)];
+                let [l00, l01, l10, l11] = lanes::<U, 2, 2>([a0, a1], [b0, b1], s2);
                 *u = [l00, l01];
                 *v = [l10, l11];
             }
@@ -324,14 +437,21 @@ fn kernel_nt(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) {
                 let (c0p, c0r) = c0.as_chunks_mut::<2>();
                 let (c1p, c1r) = c1.as_chunks_mut::<2>();
                 let mut b_pairs = b_rest.chunks_exact(2 * k);
-                for ((x, y), bp) in c0p.iter_mut().zip(c1p.iter_mut()).zip(&mut b_pairs) {
+                for (i, ((x, y), bp)) in c0p
+                    .iter_mut()
+                    .zip(c1p.iter_mut())
+                    .zip(&mut b_pairs)
+                    .enumerate()
+                {
                     let (b0, b1) = bp.split_at(k);
-                    let r = dots::<2, 2>([a0, a1], [b0, b1]);
+                    let j = done + 2 * i;
+                    let s2 = [scale(sc, j), scale(sc, j + 1)];
+                    let r = dots::<U, 2, 2>([a0, a1], [b0, b1], s2);
                     *x = [r[0], r[1]];
                     *y = [r[2], r[3]];
                 }
                 if let (Some(x), Some(y)) = (c0r.first_mut(), c1r.first_mut()) {
-                    let r = dots::<2, 2>([a0, a1], [b_last, b_last]);
+                    let r = dots::<U, 2, 2>([a0, a1], [b_last, b_last], [s_last; 2]);
                     *x = r[0];
                     *y = r[2];
                 }
@@ -342,16 +462,21 @@ fn kernel_nt(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) {
                 // faster in quads than in the groups above).
                 let (cq, cr) = c0.as_chunks_mut::<4>();
                 let mut b_quads = b.chunks_exact(4 * k);
-                for (x, bq) in cq.iter_mut().zip(&mut b_quads) {
+                for (i, (x, bq)) in cq.iter_mut().zip(&mut b_quads).enumerate() {
                     let (b01, b23) = bq.split_at(2 * k);
                     let (b0, b1) = b01.split_at(k);
                     let (b2, b3) = b23.split_at(k);
-                    *x = dots::<1, 4>([a0], [b0, b1, b2, b3]);
+                    let j = 4 * i;
+                    let s4 = [0, 1, 2, 3].map(|d| scale(sc, j + d));
+                    *x = dots::<U, 1, 4>([a0], [b0, b1, b2, b3], s4);
                 }
                 if !cr.is_empty() {
+                    let j = n - cr.len();
                     let mut rest = b_quads.remainder().chunks_exact(k);
                     let bs = [(); 4].map(|_| rest.next().unwrap_or(b_last));
-                    let r = dots::<1, 4>([a0], bs);
+                    let s4 =
+                        [0, 1, 2, 3].map(|d| if j + d < n { scale(sc, j + d) } else { s_last });
+                    let r = dots::<U, 1, 4>([a0], bs, s4);
                     for (x, &v) in cr.iter_mut().zip(r.iter()) {
                         *x = v;
                     }
@@ -361,28 +486,25 @@ fn kernel_nt(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) {
     }
 }
 
-/// `c[off .. off + 8·V] += Σ_j x_j·b_j[off ..]` over the pairs in order, `V` vectors of
-/// running sums in registers for the whole walk.
+/// `c[off .. off + 8·V] += Σ_j x_j·b_j[off ..]` over the triples `(x_j, b_j, scale of b_j)` in
+/// order, `V` vectors of running sums in registers for the whole walk.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn columns<'a, const V: usize>(
+fn columns<'a, U: Lane8 + 'a, const V: usize>(
     c: &mut [f32],
     off: usize,
-    pairs: impl Iterator<Item = (f32, &'a [f32])>,
+    pairs: impl Iterator<Item = (f32, &'a [U], U::Scale)>,
 ) {
     // Arrays of `V` vectors throughout (`first_chunk`), so that the loops over them
     // unroll and the running sums stay in registers.
-    let Some(cv) = c
-        .get_mut(off..)
-        .and_then(|c| c.as_chunks_mut::<8>().0.first_chunk_mut::<V>())
-    else {
+    let Some(cv) = vectors::<V>(c, off) else {
         return;
     };
     let mut acc = [_mm256_setzero_ps(); V];
     for v in 0..V {
         acc[v] = load8(&cv[v]);
     }
-    for (x, b_row) in pairs {
+    for (x, b_row, sc) in pairs {
         let Some(bv) = b_row
             .get(off..)
             .and_then(|b| b.as_chunks::<8>().0.first_chunk::<V>())
@@ -391,7 +513,9 @@ fn columns<'a, const V: usize>(
         };
         let xv = _mm256_set1_ps(x);
         for v in 0..V {
-            acc[v] = _mm256_add_ps(acc[v], _mm256_mul_ps(xv, load8(&bv[v])));
+            // SAFETY: this function runs with AVX2.
+            let b = unsafe { U::load8(&bv[v], sc) };
+            acc[v] = _mm256_add_ps(acc[v], _mm256_mul_ps(xv, b));
         }
     }
     for v in 0..V {
@@ -403,11 +527,11 @@ fn columns<'a, const V: usize>(
 /// `B`): each load of `B` serves both rows. The same operations per element.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn columns2<'a, const V: usize>(
+fn columns2<'a, U: Lane8 + 'a, const V: usize>(
     c0: &mut [f32],
     c1: &mut [f32],
     off: usize,
-    pairs: impl Iterator<Item = (f32, f32, &'a [f32])>,
+    pairs: impl Iterator<Item = ((f32, &'a [U], U::Scale), f32)>,
 ) {
     let (Some(cv0), Some(cv1)) = (vectors::<V>(c0, off), vectors::<V>(c1, off)) else {
         return;
@@ -418,7 +542,7 @@ fn columns2<'a, const V: usize>(
         acc0[v] = load8(&cv0[v]);
         acc1[v] = load8(&cv1[v]);
     }
-    for (x0, x1, b_row) in pairs {
+    for ((x0, b_row, sc), x1) in pairs {
         let Some(bv) = b_row
             .get(off..)
             .and_then(|b| b.as_chunks::<8>().0.first_chunk::<V>())
@@ -427,7 +551,8 @@ fn columns2<'a, const V: usize>(
         };
         let (xv0, xv1) = (_mm256_set1_ps(x0), _mm256_set1_ps(x1));
         for v in 0..V {
-            let b = load8(&bv[v]);
+            // SAFETY: this function runs with AVX2.
+            let b = unsafe { U::load8(&bv[v], sc) };
             acc0[v] = _mm256_add_ps(acc0[v], _mm256_mul_ps(xv0, b));
             acc1[v] = _mm256_add_ps(acc1[v], _mm256_mul_ps(xv1, b));
         }
@@ -447,17 +572,13 @@ fn vectors<const V: usize>(c: &mut [f32], off: usize) -> Option<&mut [[f32; 8]; 
         .first_chunk_mut::<V>()
 }
 
-/// The triples `(a0_grp[j], a1_grp[j], row j of b_grp)` ([`group`] for two rows).
-#[inline(always)]
-fn group2<'x>(
-    a0_grp: &'x [f32],
-    a1_grp: &'x [f32],
-    b_grp: &'x [f32],
+/// A group of rows of `B` with the weights of one or two rows of `A`: `b_grp` (rows of `k`
+/// values, `k > 0`) and their scales `s_grp` (empty for f32 and the unscaled formats).
+#[derive(Clone, Copy)]
+struct Group<'x, U: Lane8> {
+    b: &'x [U],
+    s: &'x [U::Scale],
     k: usize,
-) -> impl Iterator<Item = (f32, f32, &'x [f32])> + 'x {
-    group(a0_grp, b_grp, k)
-        .zip(a1_grp.iter().copied())
-        .map(|((x0, row), x1)| (x0, x1, row))
 }
 
 /// One row of `C` over one group of rows of `B`: 128, 64, 32, 16 or 8 columns in
@@ -466,40 +587,41 @@ fn group2<'x>(
 /// dv = 128 then reads each value row once instead of in two halves.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn row1(c_row: &mut [f32], a_grp: &[f32], b_grp: &[f32], k: usize) {
+fn row1<U: Lane8>(c_row: &mut [f32], a_grp: &[f32], g: Group<'_, U>) {
+    let k = g.k;
     let mut off = 0;
     while off + 128 <= k {
-        columns::<16>(c_row, off, group(a_grp, b_grp, k));
+        columns::<U, 16>(c_row, off, group(a_grp, g));
         off += 128;
     }
     while off + 64 <= k {
-        columns::<8>(c_row, off, group(a_grp, b_grp, k));
+        columns::<U, 8>(c_row, off, group(a_grp, g));
         off += 64;
     }
     if off + 32 <= k {
-        columns::<4>(c_row, off, group(a_grp, b_grp, k));
+        columns::<U, 4>(c_row, off, group(a_grp, g));
         off += 32;
     }
     if off + 16 <= k {
-        columns::<2>(c_row, off, group(a_grp, b_grp, k));
+        columns::<U, 2>(c_row, off, group(a_grp, g));
         off += 16;
     }
     if off + 8 <= k {
-        columns::<1>(c_row, off, group(a_grp, b_grp, k));
+        columns::<U, 1>(c_row, off, group(a_grp, g));
         off += 8;
     }
-    rest(c_row, off, a_grp, b_grp, k);
+    rest(c_row, off, a_grp, g);
 }
 
 /// Columns `off..` of a row of `C` (fewer than 8), one at a time.
 #[inline(always)]
-fn rest(c_row: &mut [f32], off: usize, a_grp: &[f32], b_grp: &[f32], k: usize) {
+fn rest<U: Lane8>(c_row: &mut [f32], off: usize, a_grp: &[f32], g: Group<'_, U>) {
     let Some(rest) = c_row.get_mut(off..).filter(|r| !r.is_empty()) else {
         return;
     };
-    for (x, b_row) in group(a_grp, b_grp, k) {
+    for (x, b_row, sc) in group(a_grp, g) {
         for (s, &bv) in rest.iter_mut().zip(b_row.get(off..).unwrap_or(&[])) {
-            *s += x * bv;
+            *s += x * bv.load(sc);
         }
     }
 }
@@ -508,47 +630,64 @@ fn rest(c_row: &mut [f32], off: usize, a_grp: &[f32], b_grp: &[f32], k: usize) {
 /// registers ([`columns2`]), the last `k mod 8` one at a time.
 #[target_feature(enable = "avx2")]
 #[inline]
-fn row2(c0: &mut [f32], c1: &mut [f32], a0_grp: &[f32], a1_grp: &[f32], b_grp: &[f32], k: usize) {
+fn row2<U: Lane8>(
+    (c0, c1): (&mut [f32], &mut [f32]),
+    a0_grp: &[f32],
+    a1_grp: &[f32],
+    g: Group<'_, U>,
+) {
+    let k = g.k;
+    let pairs = || group(a0_grp, g).zip(a1_grp.iter().copied());
     let mut off = 0;
     while off + 32 <= k {
-        columns2::<4>(c0, c1, off, group2(a0_grp, a1_grp, b_grp, k));
+        columns2::<U, 4>(c0, c1, off, pairs());
         off += 32;
     }
     if off + 16 <= k {
-        columns2::<2>(c0, c1, off, group2(a0_grp, a1_grp, b_grp, k));
+        columns2::<U, 2>(c0, c1, off, pairs());
         off += 16;
     }
     if off + 8 <= k {
-        columns2::<1>(c0, c1, off, group2(a0_grp, a1_grp, b_grp, k));
+        columns2::<U, 1>(c0, c1, off, pairs());
         off += 8;
     }
-    rest(c0, off, a0_grp, b_grp, k);
-    rest(c1, off, a1_grp, b_grp, k);
+    rest(c0, off, a0_grp, g);
+    rest(c1, off, a1_grp, g);
 }
 
-/// The pairs `(a_grp[j], row j of b_grp)` (rows of `k` values; `k > 0`). Walked with
-/// checked splits: no division, which would cost more than a short walk of attention's
-/// (one row of a key block per call).
+/// The triples `(a_grp[j], row j of the group, its scale)`. Walked with checked splits: no
+/// division, which would cost more than a short walk of attention's (one row of a key block
+/// per call).
 #[inline(always)]
-fn group<'x>(
+fn group<'x, U: Lane8>(
     a_grp: &'x [f32],
-    b_grp: &'x [f32],
-    k: usize,
-) -> impl Iterator<Item = (f32, &'x [f32])> + 'x {
-    let mut rest = b_grp;
+    g: Group<'x, U>,
+) -> impl Iterator<Item = (f32, &'x [U], U::Scale)> + 'x {
+    let mut rest = g.b;
+    let mut j = 0;
     a_grp.iter().copied().map_while(move |x| {
-        let (row, next) = rest.split_at_checked(k)?;
+        let (row, next) = rest.split_at_checked(g.k)?;
         rest = next;
-        Some((x, row))
+        let s = scale(g.s, j);
+        j += 1;
+        Some((x, row, s))
     })
 }
 
-/// `C (+)= A·B` (`a` `m × n`, `b` `n × k`, `c` `m × k`, `n, k > 0`): `linalg::matmul_nn`'s
-/// walk (groups of 64 rows of `B` outermost), two rows of `C` at a time with 32, 16 or 8
-/// columns of each in registers ([`row2`]), an odd last row with 128, 64, 32, 16 or 8
-/// ([`row1`]), and the last `k mod 8` columns one at a time.
+/// `C (+)= A·B` (`a` `m × n`, `b` `n × k` with row `j` read with `sc[j]`, `c` `m × k`,
+/// `n, k > 0`): `linalg::matmul_nn`'s walk (groups of 64 rows of `B` outermost), two rows of
+/// `C` at a time with 32, 16 or 8 columns of each in registers ([`row2`]), an odd last row
+/// with 128, 64, 32, 16 or 8 ([`row1`]), and the last `k mod 8` columns one at a time.
 #[target_feature(enable = "avx2")]
-fn kernel_nn(a: &[f32], b: &[f32], n: usize, k: usize, c: &mut [f32], accumulate: bool) {
+fn kernel_nn<U: Lane8>(
+    a: &[f32],
+    b: &[U],
+    sc: &[U::Scale],
+    n: usize,
+    k: usize,
+    c: &mut [f32],
+    accumulate: bool,
+) {
     if !accumulate {
         c.fill(0.0);
     }
@@ -566,6 +705,11 @@ fn kernel_nn(a: &[f32], b: &[f32], n: usize, k: usize, c: &mut [f32], accumulate
             return;
         };
         b_rest = b_next;
+        let g = Group {
+            b: b_grp,
+            s: sc.get(j0..).unwrap_or(&[]),
+            k,
+        };
         // Two rows of `C` at a time (each load of `B` serves both), then an odd last one;
         // walked with checked splits (no division).
         let (mut a_rest, mut c_rest) = (a, &mut *c);
@@ -577,12 +721,12 @@ fn kernel_nn(a: &[f32], b: &[f32], n: usize, k: usize, c: &mut [f32], accumulate
             match (a_next.split_at_checked(n), c_next.split_at_mut_checked(k)) {
                 (Some((a1, a_after)), Some((c1, c_after))) => {
                     let a1 = a1.get(j0..j0 + rows).unwrap_or(&[]);
-                    row2(c0, c1, a0, a1, b_grp, k);
+                    row2((c0, c1), a0, a1, g);
                     a_rest = a_after;
                     c_rest = c_after;
                 }
                 _ => {
-                    row1(c0, a0, b_grp, k);
+                    row1(c0, a0, g);
                     a_rest = &[];
                 }
             }

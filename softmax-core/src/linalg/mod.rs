@@ -56,6 +56,98 @@ pub(crate) mod avx2;
 mod portable;
 pub mod within;
 
+#[cfg(not(softmax_dispatch))]
+use crate::stored::Operand;
+#[cfg(softmax_dispatch)]
+use avx2::Lane8;
+
+/// The element types the architecture copies of the products read (f32 and the stored
+/// formats); without runtime dispatch there are none, and this only names them.
+#[cfg(not(softmax_dispatch))]
+pub(crate) trait Lane8: Operand<f32> {}
+#[cfg(not(softmax_dispatch))]
+impl<T: Operand<f32>> Lane8 for T {}
+
+/// `C = A·Bᵀ` by the AVX2 kernel when `F` is f32, the shapes are consistent and the CPU has
+/// AVX2 (`false`: nothing done, the caller runs the portable loop).
+#[inline(always)]
+pub(crate) fn fast_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) -> bool {
+    match (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
+        (Some(a), Some(b), Some(c)) => fast_nt_stored::<f32>(a, b, &[], k, c),
+        _ => false,
+    }
+}
+
+/// `C (+)= A·B` likewise.
+#[inline(always)]
+pub(crate) fn fast_nn<F: Float>(
+    a: &[F],
+    b: &[F],
+    nk: (usize, usize),
+    c: &mut [F],
+    accumulate: bool,
+) -> bool {
+    match (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
+        (Some(a), Some(b), Some(c)) => fast_nn_stored::<f32>(a, b, &[], nk, c, accumulate),
+        _ => false,
+    }
+}
+
+/// Whether a scaled operand has a scale for each of its `n` rows (an unscaled one has none).
+#[cfg(softmax_dispatch)]
+#[inline(always)]
+fn scaled_rows<T>(scales: &[T], n: usize) -> bool {
+    core::mem::size_of::<T>() == 0 || scales.len() >= n
+}
+
+/// `C = A·Bᵀ` over stored rows by the AVX2 kernel, when the shapes are consistent (and every
+/// row has its scale) and the CPU has AVX2; `false`: nothing done.
+#[inline(always)]
+#[allow(unused_variables)]
+pub(crate) fn fast_nt_stored<U: Lane8>(
+    a: &[f32],
+    b: &[U],
+    s: &[U::Scale],
+    k: usize,
+    c: &mut [f32],
+) -> bool {
+    #[cfg(softmax_dispatch)]
+    if let (Some(m), Some(n)) = (a.len().checked_div(k), b.len().checked_div(k)) {
+        if m * k == a.len()
+            && n * k == b.len()
+            && m.checked_mul(n) == Some(c.len())
+            && scaled_rows(s, n)
+        {
+            return avx2::matmul_nt(a, b, s, k, c);
+        }
+    }
+    false
+}
+
+/// `C (+)= A·B` over stored rows likewise.
+#[inline(always)]
+#[allow(unused_variables)]
+pub(crate) fn fast_nn_stored<U: Lane8>(
+    a: &[f32],
+    b: &[U],
+    s: &[U::Scale],
+    (n, k): (usize, usize),
+    c: &mut [f32],
+    accumulate: bool,
+) -> bool {
+    #[cfg(softmax_dispatch)]
+    if let Some(m) = a.len().checked_div(n) {
+        if m * n == a.len()
+            && n.checked_mul(k) == Some(b.len())
+            && m.checked_mul(k) == Some(c.len())
+            && scaled_rows(s, n)
+        {
+            return avx2::matmul_nn(a, b, s, (n, k), c, accumulate);
+        }
+    }
+    false
+}
+
 use crate::error::{check_len, check_rows, mul, Error};
 use crate::float::Float;
 use crate::simd;

@@ -8,6 +8,7 @@
 use crate::chunks::{chunks, chunks_mut};
 use crate::float::Float;
 use crate::kernel::{tree, LANES, LANE_PARALLEL};
+use crate::stored::Operand;
 
 /// Combines `LANES` lanes pairwise (lane `l` with `l + LANES/2`, then again): the skeleton's
 /// lane tree with `+`.
@@ -16,9 +17,10 @@ fn combine<F: Float>(v: [F; LANES]) -> F {
     tree(v, |a, b| a + b)
 }
 
-/// The per-lane sums of `a_i·b_i` (lengths already equal).
+/// The per-lane sums of `a_i·b_i` (lengths already equal), `b_i` read as `F` with the row's
+/// scale `s` ([`Operand::load`]: `b_i` itself for a float).
 #[inline(always)]
-fn lanes<F: Float>(a: &[F], b: &[F]) -> [F; LANES] {
+fn lanes<F: Float, U: Operand<F>>(a: &[F], b: &[U], s: U::Scale) -> [F; LANES] {
     let mut part = [F::ZERO; LANES];
     if LANE_PARALLEL {
         let (ac, at) = a.as_chunks::<LANES>();
@@ -27,10 +29,10 @@ fn lanes<F: Float>(a: &[F], b: &[F]) -> [F; LANES] {
         // `part` in vector registers this way wherever the kernel is inlined; the in-place
         // form was scalarised with every lane stored to the stack in the single-row case.
         for (a, b) in ac.iter().zip(bc) {
-            part = core::array::from_fn(|l| part[l] + a[l] * b[l]);
+            part = core::array::from_fn(|l| part[l] + a[l] * b[l].load(s));
         }
         for ((p, &a), &b) in part.iter_mut().zip(at).zip(bt) {
-            *p += a * b;
+            *p += a * b.load(s);
         }
     } else {
         for (l, p) in part.iter_mut().enumerate() {
@@ -41,7 +43,7 @@ fn lanes<F: Float>(a: &[F], b: &[F]) -> [F; LANES] {
                 .step_by(LANES)
                 .zip(b.iter().skip(l).step_by(LANES))
             {
-                acc += a * b;
+                acc += a * b.load(s);
             }
             *p = acc;
         }
@@ -49,17 +51,30 @@ fn lanes<F: Float>(a: &[F], b: &[F]) -> [F; LANES] {
     part
 }
 
-/// `⟨a, b⟩` (`a` and `b` of equal length; a longer one is cut to the other).
+/// `⟨a, b⟩` (`a` and `b` of equal length; a longer one is cut to the other), `b` read with the
+/// scale `s`.
 #[inline(always)]
-pub(super) fn dot<F: Float>(a: &[F], b: &[F]) -> F {
-    combine(lanes(a, b))
+pub(super) fn dot<F: Float, U: Operand<F>>(a: &[F], b: &[U], s: U::Scale) -> F {
+    combine(lanes(a, b, s))
+}
+
+/// The scale of row `j` of a stored operand (`()` for a float: `scales` is then empty).
+#[inline(always)]
+pub(super) fn scale<T: Copy + Default>(scales: &[T], j: usize) -> T {
+    scales.get(j).copied().unwrap_or_default()
 }
 
 /// Rows of `A·Bᵀ` in two-by-two blocks (each element computed as [`dot`] computes it,
 /// so the blocking changes no bit). Two rows of `A` share every load of `B`, and the four dot
 /// products are independent chains (eight vector accumulators with AVX2).
 #[inline(always)]
-pub(super) fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
+pub(super) fn matmul_nt<F: Float, U: Operand<F>>(
+    a: &[F],
+    b: &[U],
+    scales: &[U::Scale],
+    k: usize,
+    c: &mut [F],
+) {
     if k == 0 {
         c.fill(F::ZERO);
         return;
@@ -89,32 +104,36 @@ pub(super) fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
         let (c0p, c0r) = c0.as_chunks_mut::<2>();
         let (c1p, c1r) = c1.as_chunks_mut::<2>();
         let mut b_rest = b;
+        let mut j = 0;
         for (x, y) in c0p.iter_mut().zip(c1p.iter_mut()) {
             let Some((b2, b_next)) = b_rest.split_at_checked(k2) else {
                 break;
             };
             b_rest = b_next;
             if let Some((b0, b1)) = b2.split_at_checked(k) {
-                *x = [dot(a0, b0), dot(a0, b1)];
-                *y = [dot(a1, b0), dot(a1, b1)];
+                let (s0, s1) = (scale(scales, j), scale(scales, j + 1));
+                *x = [dot(a0, b0, s0), dot(a0, b1, s1)];
+                *y = [dot(a1, b0, s0), dot(a1, b1, s1)];
             }
+            j += 2;
         }
         // An odd last row of B.
         if let (Some(x), Some(y)) = (c0r.first_mut(), c1r.first_mut()) {
-            *x = dot(a0, b_rest);
-            *y = dot(a1, b_rest);
+            let s = scale(scales, j);
+            *x = dot(a0, b_rest, s);
+            *y = dot(a1, b_rest, s);
         }
     }
     // An odd last row of A.
     if let Some(c0) = c_rest.get_mut(..n) {
         if a_rest.len() == k {
             let mut b_rest = b;
-            for c in c0.iter_mut() {
+            for (j, c) in c0.iter_mut().enumerate() {
                 let Some((b0, b_next)) = b_rest.split_at_checked(k) else {
                     break;
                 };
                 b_rest = b_next;
-                *c = dot(a_rest, b0);
+                *c = dot(a_rest, b0, scale(scales, j));
             }
         }
     }
@@ -134,21 +153,21 @@ const TN_COLS: usize = 4 * LANES;
 /// Rows of `B` that [`matmul_nn`] takes through all column blocks before the next rows.
 pub(super) const GROUP: usize = 64;
 
-/// `c[l] += Σ_j a_j·b_j[l]` over the pairs `(a_j, b_j)` in order, for the columns
-/// `off .. off + c.len()` of each `b_j` (`c.len() <= W`); the running sums live in a local
-/// array for the whole walk.
+/// `c[l] += Σ_j a_j·b_j[l]` over the triples `(a_j, b_j, scale of b_j)` in order, for the
+/// columns `off .. off + c.len()` of each `b_j` (`c.len() <= W`); the running sums live in a
+/// local array for the whole walk.
 #[inline(always)]
-fn column_block<'a, F: Float + 'a, const W: usize>(
+fn column_block<'a, F: Float, U: Operand<F> + 'a, const W: usize>(
     c: &mut [F],
     off: usize,
-    pairs: impl Iterator<Item = (F, &'a [F])>,
+    pairs: impl Iterator<Item = (F, &'a [U], U::Scale)>,
 ) {
     if let Ok(cb) = <&mut [F; W]>::try_from(&mut *c) {
         let mut acc = *cb;
-        for (x, b_row) in pairs {
+        for (x, b_row, sc) in pairs {
             if let Some(bb) = b_row.get(off..).and_then(|b| b.first_chunk::<W>()) {
                 for (s, &b) in acc.iter_mut().zip(bb) {
-                    *s += x * b;
+                    *s += x * b.load(sc);
                 }
             }
         }
@@ -158,10 +177,10 @@ fn column_block<'a, F: Float + 'a, const W: usize>(
         let mut acc = [F::ZERO; W];
         let (acc, _) = acc.split_at_mut(n);
         acc.copy_from_slice(c.get(..n).unwrap_or(&[]));
-        for (x, b_row) in pairs {
+        for (x, b_row, sc) in pairs {
             let bb = b_row.get(off..).unwrap_or(&[]);
             for (s, &b) in acc.iter_mut().zip(bb) {
-                *s += x * b;
+                *s += x * b.load(sc);
             }
         }
         if let Some(c) = c.get_mut(..n) {
@@ -170,11 +189,13 @@ fn column_block<'a, F: Float + 'a, const W: usize>(
     }
 }
 
-/// `C (+)= A·B` without checks: `a` is `m × n`, `b` is `n × k`, `c` is `m × k`.
+/// `C (+)= A·B` without checks: `a` is `m × n`, `b` is `n × k` (row `j` read with
+/// `scales[j]`), `c` is `m × k`.
 #[inline(always)]
-pub(super) fn matmul_nn<F: Float>(
+pub(super) fn matmul_nn<F: Float, U: Operand<F>>(
     a: &[F],
-    b: &[F],
+    b: &[U],
+    scales: &[U::Scale],
     n: usize,
     k: usize,
     c: &mut [F],
@@ -205,8 +226,13 @@ pub(super) fn matmul_nn<F: Float>(
             let a_grp = a_grp.get(..rows).unwrap_or(a_grp);
             let mut off = 0;
             for cb in c_row.chunks_mut(NN_COLS) {
-                let pairs = a_grp.iter().copied().zip(chunks(b_grp, k));
-                column_block::<F, NN_COLS>(cb, off, pairs);
+                let pairs = a_grp
+                    .iter()
+                    .copied()
+                    .zip(chunks(b_grp, k))
+                    .enumerate()
+                    .map(|(j, (x, row))| (x, row, scale(scales, j0 + j)));
+                column_block::<F, U, NN_COLS>(cb, off, pairs);
                 off += NN_COLS;
             }
         }
@@ -237,8 +263,8 @@ pub(super) fn matmul_tn<F: Float>(
         for cb in c_row.chunks_mut(TN_COLS) {
             let pairs = chunks(a, m)
                 .zip(chunks(b, k))
-                .map(|(a_row, b_row)| (a_row.get(i).copied().unwrap_or(F::ZERO), b_row));
-            column_block::<F, TN_COLS>(cb, off, pairs);
+                .map(|(a_row, b_row)| (a_row.get(i).copied().unwrap_or(F::ZERO), b_row, ()));
+            column_block::<F, F, TN_COLS>(cb, off, pairs);
             off += TN_COLS;
         }
     }

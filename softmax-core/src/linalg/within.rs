@@ -29,6 +29,7 @@
 
 use super::portable;
 use crate::float::Float;
+use crate::stored::Operand;
 
 /// `Σ a_i·b_i` over the common length of `a` and `b`, as [`linalg::dot`](super::dot).
 ///
@@ -41,7 +42,7 @@ use crate::float::Float;
 #[cfg_attr(not(softmax_dispatch), inline(never))]
 pub fn dot<F: Float>(a: &[F], b: &[F]) -> F {
     let n = a.len().min(b.len());
-    portable::dot(a.get(..n).unwrap_or(&[]), b.get(..n).unwrap_or(&[]))
+    portable::dot(a.get(..n).unwrap_or(&[]), b.get(..n).unwrap_or(&[]), ())
 }
 
 /// `C = A·Bᵀ` as [`linalg::matmul_nt`](super::matmul_nt): `a` rows of `k`, `b` rows of `k`,
@@ -57,33 +58,37 @@ pub fn dot<F: Float>(a: &[F], b: &[F]) -> F {
 #[cfg_attr(softmax_dispatch, inline(always))]
 #[cfg_attr(not(softmax_dispatch), inline(never))]
 pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
-    #[cfg(softmax_dispatch)]
-    if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
-        if consistent_nt(a.len(), b.len(), k, c.len()) && super::avx2::matmul_nt(a, b, k, c) {
-            return;
-        }
-    }
-    portable::matmul_nt(a, b, k, c)
+    matmul_nt_stored(a, b, &[], k, c)
 }
 
-/// Whether `a` and `b` are whole rows of `k` and `c` holds their `m × n` products.
-#[cfg(softmax_dispatch)]
-#[inline(always)]
-fn consistent_nt(a: usize, b: usize, k: usize, c: usize) -> bool {
-    match (a.checked_div(k), b.checked_div(k)) {
-        (Some(m), Some(n)) => m * k == a && n * k == b && m.checked_mul(n) == Some(c),
-        _ => false,
+/// [`matmul_nt`] with `B` in any [`Operand`] form, read in registers as it is used (no
+/// converted copy): row `j` of `b` stands for the values `b[j·k + i].load(scales[j])`
+/// ([`Operand::load`]; `scales` is empty for a float or an unscaled format, one scale per row
+/// for int8). The result is [`matmul_nt`] over those values, bit for bit; accuracy as stated
+/// for [`linalg::matmul_nt`](super::matmul_nt), relative to the values read.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::linalg::within;
+/// let k = [2i8, -4, 1, 1]; // two rows of 2, scales 0.5 and 0.25: [1, -2] and [0.25, 0.25]
+/// let mut c = [0.0f32; 2];
+/// within::matmul_nt_stored(&[3.0, 1.0], &k, &[0.5, 0.25], 2, &mut c);
+/// assert_eq!(c, [1.0, 1.0]);
+/// ```
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
+pub fn matmul_nt_stored<F: Float, U: Operand<F>>(
+    a: &[F],
+    b: &[U],
+    scales: &[U::Scale],
+    k: usize,
+    c: &mut [F],
+) {
+    if U::nt_fast(a, b, scales, k, c) {
+        return;
     }
-}
-
-/// Whether `a` is whole rows of `n`, `b` is `n × k` and `c` holds the `m × k` result.
-#[cfg(softmax_dispatch)]
-#[inline(always)]
-fn consistent_nn(a: usize, b: usize, n: usize, k: usize, c: usize) -> bool {
-    match a.checked_div(n) {
-        Some(m) => m * n == a && n.checked_mul(k) == Some(b) && m.checked_mul(k) == Some(c),
-        None => false,
-    }
+    portable::matmul_nt(a, b, scales, k, c)
 }
 
 /// `C = A·B`, or `C += A·B` with `accumulate`, as [`linalg::matmul_nn`](super::matmul_nn):
@@ -99,15 +104,37 @@ fn consistent_nn(a: usize, b: usize, n: usize, k: usize, c: usize) -> bool {
 #[cfg_attr(softmax_dispatch, inline(always))]
 #[cfg_attr(not(softmax_dispatch), inline(never))]
 pub fn matmul_nn<F: Float>(a: &[F], b: &[F], n: usize, k: usize, c: &mut [F], accumulate: bool) {
-    #[cfg(softmax_dispatch)]
-    if let (Some(a), Some(b), Some(c)) = (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
-        if consistent_nn(a.len(), b.len(), n, k, c.len())
-            && super::avx2::matmul_nn(a, b, n, k, c, accumulate)
-        {
-            return;
-        }
+    matmul_nn_stored(a, b, &[], n, k, c, accumulate)
+}
+
+/// [`matmul_nn`] with `B` in any [`Operand`] form (see [`matmul_nt_stored`]): row `j` of `b`
+/// stands for `b[j·k + i].load(scales[j])`. Bit for bit [`matmul_nn`] over those values.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::linalg::within;
+/// use softmax_core::stored::f16;
+/// let v = [f16::from_f32(0.5), f16::from_f32(2.0)]; // one row of 2
+/// let mut c = [1.0f32, 1.0];
+/// within::matmul_nn_stored(&[4.0], &v, &[], 1, 2, &mut c, true);
+/// assert_eq!(c, [3.0, 9.0]);
+/// ```
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
+pub fn matmul_nn_stored<F: Float, U: Operand<F>>(
+    a: &[F],
+    b: &[U],
+    scales: &[U::Scale],
+    n: usize,
+    k: usize,
+    c: &mut [F],
+    accumulate: bool,
+) {
+    if U::nn_fast(a, b, scales, (n, k), c, accumulate) {
+        return;
     }
-    portable::matmul_nn(a, b, n, k, c, accumulate)
+    portable::matmul_nn(a, b, scales, n, k, c, accumulate)
 }
 
 /// `C = Aᵀ·B`, or `C += Aᵀ·B` with `accumulate`, as [`linalg::matmul_tn`](super::matmul_tn):
