@@ -32,7 +32,10 @@
 //!   tokens plus a ring buffer of the last `W`, with absolute positions, so it runs endless
 //!   streams in bounded memory and answers bit for bit what [`attention`] with
 //!   [`Causal::BottomRight`] and the same options answers. The cost per token is set by
-//!   `sinks + W` only.
+//!   `sinks + W` only. The cache's element type ([`Element`]) is `f32`/`f64`, or a reduced
+//!   format computed in f32: IEEE f16, bf16 (half the bytes) or int8 with one f32 scale per
+//!   row (a quarter plus 4 bytes a row); its rows are read back in registers while the products
+//!   run, and the decoder equals [`attention`] over the read-back keys and values, bit for bit.
 //! * Generic over [`Float`] (f32 is the fast path; f64 for references and gradient checks) and
 //!   softmax-core's backends ([`backend::Poly`], [`backend::Libm`], `backend::MicroMath`).
 //!   Deterministic: fixed reduction order, no fused multiply-add, the same bits on x86_64 (any

@@ -312,7 +312,7 @@ mod sealed {
 /// products run: there is no dequantized copy of the cache, not even per call.
 ///
 /// * `f32`, `f64`: the rows as pushed (the full computation's bits).
-/// * [`f16`], [`bf16`]: IEEE binary16 / bfloat16, each value rounded to nearest, ties to even;
+/// * [`f16`](struct@f16), [`bf16`]: IEEE binary16 / bfloat16, each value rounded to nearest, ties to even;
 ///   half the bytes of f32. Computation in f32.
 /// * `i8`: int8 with one f32 scale per row (one token's keys, or values, of one kv head):
 ///   `s = amax/127`, `q = round(x/s)` half away from zero, read back as `q·s`; a quarter of the

@@ -521,6 +521,151 @@ fn built_on_skeleton(
     Ok(())
 }
 
+/// Values uniform in [−√3, √3) (mean 0, standard deviation 1: a transformer's normalised
+/// activations), SplitMix64 from `seed`.
+fn unit_input(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = s;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            ((z >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * 3f32.sqrt()
+        })
+        .collect()
+}
+
+/// A plain read of `bytes` (summed as 64-bit words: the memory traffic of the cache's bytes,
+/// with as little arithmetic as the loop allows).
+fn read_bytes(name: String, bytes: &[u8]) -> Contender<'_> {
+    Contender {
+        name,
+        kind: Kind::Memory,
+        run: Box::new(move |reps| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                let (words, _) = black_box(bytes).as_chunks::<8>();
+                let s = words
+                    .iter()
+                    .fold(0u64, |a, w| a.wrapping_add(u64::from_le_bytes(*w)));
+                black_box(s);
+            }
+            Ok(t.elapsed().as_secs_f64())
+        }),
+    }
+}
+
+/// The decoder's attention over a full KV cache of n = 4096 tokens, d = dv = 128, one query
+/// head over one kv head (`Cache::attend`, the per-token cost of decoding at that context),
+/// for each storage, each beside a plain read of its stored bytes (keys, values and scales),
+/// all in one round-robin run. Inputs: q, k, v uniform in [−√3, √3) (standard deviation 1;
+/// the scaled scores then have a standard deviation near 1).
+fn kv_cache(
+    out: &mut impl Write,
+    fast: bool,
+    results: &mut Vec<serde_json::Value>,
+) -> io::Result<()> {
+    use attention_core::softmax_core::stored::{bf16, f16};
+    use attention_core::{DecodeOptions, Element, KvCacheSlice, Output};
+    use softmax_core::backend::Poly;
+    let (n, d) = (4096usize, 128usize);
+    let rounds = if fast { 3 } else { 11 };
+    let k = unit_input(n * d, 1);
+    let v = unit_input(n * d, 2);
+    let q = unit_input(d, 3);
+    let level = simd::level().name();
+    let err = |e: attention_core::Error| io::Error::other(e.to_string());
+
+    /// A buffer as large as a full cache of `E` (keys, values and their scales), filled with
+    /// nonzero bytes (so that its pages are really there: an untouched zeroed allocation reads
+    /// the kernel's shared zero page).
+    fn bytes_of<E: Element<Float = f32>>(n: usize, d: usize) -> Vec<u8> {
+        let unit = core::mem::size_of::<E::Unit>();
+        let scale = core::mem::size_of::<attention_core::ScaleOf<E>>();
+        let len = 2 * n * (d * unit + scale);
+        (0..len).map(|i| (i.wrapping_mul(131) | 1) as u8).collect()
+    }
+
+    let (mut k32, mut v32) = (vec![0.0f32; n * d], vec![0.0f32; n * d]);
+    let (mut k16, mut v16) = (vec![f16::ZERO; n * d], vec![f16::ZERO; n * d]);
+    let (mut kb, mut vb) = (vec![bf16::ZERO; n * d], vec![bf16::ZERO; n * d]);
+    let (mut k8, mut v8) = (vec![0i8; n * d], vec![0i8; n * d]);
+    let (mut s8k, mut s8v) = (vec![0.0f32; n], vec![0.0f32; n]);
+    let mut c32 = KvCacheSlice::new(&mut k32, &mut v32, 1, d, d, None).map_err(err)?;
+    let mut c16 = KvCacheSlice::new(&mut k16, &mut v16, 1, d, d, None).map_err(err)?;
+    let mut cb = KvCacheSlice::new(&mut kb, &mut vb, 1, d, d, None).map_err(err)?;
+    let mut c8 =
+        KvCacheSlice::new_int8(&mut k8, &mut v8, &mut s8k, &mut s8v, 1, d, d, None).map_err(err)?;
+    for (kr, vr) in k.chunks(d).zip(v.chunks(d)) {
+        c32.push(kr, vr).map_err(err)?;
+        c16.push(kr, vr).map_err(err)?;
+        cb.push(kr, vr).map_err(err)?;
+        c8.push(kr, vr).map_err(err)?;
+    }
+    let bytes = [
+        bytes_of::<f32>(n, d),
+        bytes_of::<f16>(n, d),
+        bytes_of::<bf16>(n, d),
+        bytes_of::<i8>(n, d),
+    ];
+    let opts = DecodeOptions::new();
+    let o = RefCell::new(vec![0.0f32; d]);
+    let mut cs = vec![
+        ours(format!("f32 cache attend [{level}]"), || {
+            let r = c32.attend(Poly, black_box(&q), &opts, Output::new(&mut o.borrow_mut()));
+            black_box(r.ok());
+        }),
+        ours(format!("f16 cache attend [{level}]"), || {
+            let r = c16.attend(Poly, black_box(&q), &opts, Output::new(&mut o.borrow_mut()));
+            black_box(r.ok());
+        }),
+        ours(format!("bf16 cache attend [{level}]"), || {
+            let r = cb.attend(Poly, black_box(&q), &opts, Output::new(&mut o.borrow_mut()));
+            black_box(r.ok());
+        }),
+        ours(format!("int8 cache attend [{level}]"), || {
+            let r = c8.attend(Poly, black_box(&q), &opts, Output::new(&mut o.borrow_mut()));
+            black_box(r.ok());
+        }),
+    ];
+    for (name, b) in ["f32", "f16", "bf16", "int8"].iter().zip(&bytes) {
+        cs.push(read_bytes(
+            format!("read of the {name} cache's {} KiB", b.len() / 1024),
+            b,
+        ));
+    }
+    let rows = sample(&mut cs, n, rounds)?;
+    drop(cs);
+    print_rows(
+        out,
+        &format!(
+            "decode over a KV cache of n={n} tokens, d=dv={d}, 1 query head (per key; q, k, v \
+             uniform in [−√3, √3): standard deviation 1)"
+        ),
+        "key",
+        &rows,
+        None,
+        results,
+    )?;
+    if rows.len() == 8 {
+        let f32_t = rows[0].median;
+        for (i, name) in ["f32", "f16", "bf16", "int8"].iter().enumerate() {
+            let (t, read) = (rows[i].median, rows[4 + i].median);
+            writeln!(
+                out,
+                "  {name:<5} cache: {:.2}× the f32 cache's speed per key; its read takes {:.0}% of its decode time",
+                f32_t / t,
+                100.0 * read / t
+            )?;
+            results.push(json!({"op": "kv cache decode", "storage": name,
+                "f32_time_over_this": f32_t / t, "read_over_decode": read / t}));
+        }
+    }
+    Ok(())
+}
+
 /// candle-nn's `softmax_last_dim` / `log_softmax` on a CPU tensor (each call allocates its
 /// output: candle has no out-parameter), inside a one-thread rayon pool.
 #[cfg(feature = "candle")]
@@ -637,9 +782,21 @@ struct Row {
     iqr: f64,
 }
 
-/// Prints the table (and writes the JSON). `fast` shortens the run to a smoke test;
-/// `quantized_only` runs only the quantized softmax section.
-pub fn run(out: &mut impl Write, fast: bool, quantized_only: bool) -> io::Result<()> {
+/// Which sections [`run`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Only {
+    /// Every section.
+    All,
+    /// The quantized softmax (`--quantized`).
+    Quantized,
+    /// The decoder over each KV cache storage (`--kv`).
+    KvCache,
+}
+
+/// Prints the table (and writes the JSON). `fast` shortens the run to a smoke test; `only`
+/// picks the sections.
+pub fn run(out: &mut impl Write, fast: bool, only: Only) -> io::Result<()> {
+    let quantized_only = only != Only::All;
     let started = Instant::now();
     let dir = bench_dir();
     std::fs::create_dir_all(&dir)?;
@@ -819,7 +976,12 @@ pub fn run(out: &mut impl Write, fast: bool, quantized_only: bool) -> io::Result
     if !quantized_only {
         built_on_skeleton(out, &mut ort, &dir, fast, &mut results)?;
     }
-    quantized(out, fast, &mut results)?;
+    if matches!(only, Only::All | Only::KvCache) {
+        kv_cache(out, fast, &mut results)?;
+    }
+    if matches!(only, Only::All | Only::Quantized) {
+        quantized(out, fast, &mut results)?;
+    }
     let doc = json!({
         "cpu": cpu_name(),
         "arch": std::env::consts::ARCH,

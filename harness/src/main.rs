@@ -45,8 +45,14 @@ fn main() -> ExitCode {
         Some("bench") => {
             let out = io::stdout();
             let fast = args.iter().skip(1).any(|a| a == "--quick");
-            let quantized_only = args.iter().skip(1).any(|a| a == "--quantized");
-            match bench::run(&mut out.lock(), fast, quantized_only) {
+            let only = if args.iter().skip(1).any(|a| a == "--quantized") {
+                bench::Only::Quantized
+            } else if args.iter().skip(1).any(|a| a == "--kv") {
+                bench::Only::KvCache
+            } else {
+                bench::Only::All
+            };
+            match bench::run(&mut out.lock(), fast, only) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("harness bench: {e}");

@@ -4,8 +4,9 @@
 //! Numbers are checked against the naive f64 reference of `attention_support/reference.rs`
 //! (materialised scores, f64 `exp`, written from the specification), run on the same
 //! f32-rounded inputs; `attention_stream` must answer bit for bit what `attention` with
-//! bottom-right causality answers; the edge rows and every error kind against the exact answers
-//! CONFORMANCE.md prescribes.
+//! bottom-right causality answers — with a reduced-precision cache (`kv_dtype`), what attention-core's
+//! `attention` answers on K and V replaced by their read-back values; the edge rows and every
+//! error kind against the exact answers CONFORMANCE.md prescribes.
 //!
 //! Tolerances (u = 2⁻²⁴, inputs in [-1, 1], d <= 8): a score carries at most a few units of
 //! rounding of its `d`-term dot product and each modifier (< 32·u·(1 + |s|)), a weight then at
@@ -20,6 +21,9 @@ mod attention_ref;
 
 mod conform_support;
 
+use attention_core::backend::Poly;
+use attention_core::softmax_core::stored::{bf16, f16, Stored};
+use attention_core::{attention, Causal, Dims, Options, Output, Qkv};
 use attention_ref::{backward, forward, Case, Rng};
 use conform_support::run;
 use serde_json::{Map, Value};
@@ -320,6 +324,179 @@ fn stream_equals_bottom_right_attention() {
     eprintln!("stream: worst error / bound {worst:.3}");
 }
 
+/// The values a cache of format `E` reads back for `x`, stored row by row (rows of `w` values:
+/// one token's keys or values of one kv head), by softmax-core's `store_row` and `load`.
+fn read_back<E: Stored>(x: &[f64], w: usize) -> Vec<f32> {
+    let x: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+    let mut out = vec![E::default(); w];
+    let mut read = Vec::with_capacity(x.len());
+    for row in x.chunks_exact(w) {
+        let s = E::store_row(row, &mut out).expect("storable");
+        read.extend(out.iter().map(|e| e.load(s)));
+    }
+    read
+}
+
+/// attention-core's `attention` (bottom-right, `Poly`) of the case's queries and options over
+/// keys `k` and values `v`.
+fn bottom_right_attention(c: &Case, k: &[f32], v: &[f32]) -> Vec<f32> {
+    let f = |x: &[f64]| x.iter().map(|&v| v as f32).collect::<Vec<f32>>();
+    let q = f(&c.q);
+    let sink_logits = c.sink_logits.as_deref().map(f);
+    let mut opts = Options::new()
+        .with_causal(Causal::BottomRight)
+        .with_alibi(c.alibi)
+        .with_sinks(c.sinks);
+    if let Some(w) = c.window {
+        opts = opts.with_window(w);
+    }
+    if let Some(x) = c.softcap {
+        opts = opts.with_softcap(x as f32);
+    }
+    if let Some(x) = c.scale {
+        opts = opts.with_scale(x as f32);
+    }
+    if let Some(z) = &sink_logits {
+        opts = opts.with_sink_logits(z);
+    }
+    let mut o = vec![0.0f32; c.heads * c.t * c.dv];
+    attention(
+        Poly,
+        &Dims::new(c.heads, c.kv_heads, c.t, c.s, c.d, c.dv),
+        Qkv::new(&q, k, v),
+        &opts,
+        Output::new(&mut o),
+    )
+    .expect("attention");
+    o
+}
+
+/// `attention_stream` with `kv_dtype` f16, bf16 and int8 answers bit for bit what `attention`
+/// (bottom-right, the same options) answers on K and V replaced by their read-back values
+/// (softmax-core's `store_row` + `load`, row by row), over windows that evict, sinks, GQA,
+/// ALiBi, soft-caps, sink logits and explicit scales, with K and V of unit size, large (100)
+/// and tiny (2⁻¹⁷: f16 subnormals); that answer is within the f64 reference's tolerance on the
+/// same read-back values; and it differs from the f32 cache's (the field is not ignored).
+/// `"kv_dtype": "f32"` is the cache without the field, bit for bit.
+#[test]
+fn stream_with_a_reduced_cache_equals_attention_on_the_read_back_values() {
+    const KINDS: [&str; 3] = ["f16", "bf16", "int8"];
+    let mut rng = Rng(0x6b76_d7e5);
+    let mut lines = Vec::new();
+    let mut cases = Vec::new();
+    for i in 0..48u32 {
+        // Modifiers the stream takes: alibi, window+sinks, softcap, sink logits, scale.
+        let combo = (i << 2) & 0b111_1100;
+        let mut c = random_case(&mut rng, 1, combo, true);
+        c.t += 8; // longer than any window: eviction happens
+        c.s = c.t;
+        let ka = [1.0, 2f64.powi(-17)][rng.below(2)];
+        let va = [1.0, 100.0, 2f64.powi(-17)][rng.below(3)];
+        c.q = rng.vec(c.heads * c.t * c.d, 1.0);
+        c.k = rng.vec(c.kv_heads * c.s * c.d, ka);
+        c.v = rng.vec(c.kv_heads * c.s * c.dv, va);
+        let cap = match c.window {
+            Some(w) => c.t.min(w + c.sinks),
+            None => c.t,
+        };
+        let id = 6 * i as usize;
+        let mut sc = c.clone();
+        sc.causal = 0;
+        lines.push(line("attention", id, &c, ""));
+        lines.push(line(
+            "attention_stream",
+            id + 1,
+            &sc,
+            &format!(",\"capacity\":{cap}"),
+        ));
+        for (j, kv) in ["f32"].iter().chain(&KINDS).enumerate() {
+            lines.push(line(
+                "attention_stream",
+                id + 2 + j,
+                &sc,
+                &format!(",\"capacity\":{cap},\"kv_dtype\":\"{kv}\""),
+            ));
+        }
+        cases.push(c);
+    }
+    let answers = run(&lines);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let mut differs = [0usize; 3];
+    let mut worst = 0.0;
+    for (c, a) in cases.iter().zip(answers.chunks_exact(6)) {
+        let full = floats(&a[0], "o");
+        assert_eq!(bits(&floats(&a[1], "o")), bits(&full), "{c:?}");
+        assert_eq!(
+            bits(&floats(&a[2], "o")),
+            bits(&full),
+            "kv_dtype f32: {c:?}"
+        );
+        for (j, kv) in KINDS.iter().enumerate() {
+            let ans = &a[3 + j];
+            let keys: Vec<&str> = ans.keys().map(String::as_str).collect();
+            assert_eq!(keys, ["id", "ok", "o"]);
+            let got = floats(ans, "o");
+            let (k, v) = match *kv {
+                "f16" => (read_back::<f16>(&c.k, c.d), read_back::<f16>(&c.v, c.dv)),
+                "bf16" => (read_back::<bf16>(&c.k, c.d), read_back::<bf16>(&c.v, c.dv)),
+                _ => (read_back::<i8>(&c.k, c.d), read_back::<i8>(&c.v, c.dv)),
+            };
+            let want = bottom_right_attention(c, &k, &v);
+            assert_eq!(bits(&got), bits(&want), "kv_dtype {kv}: {c:?}");
+            differs[j] += usize::from(bits(&got) != bits(&full));
+            let mut rc = c.clone();
+            rc.k = k.iter().map(|&x| f64::from(x)).collect();
+            rc.v = v.iter().map(|&x| f64::from(x)).collect();
+            let vmax = max_abs(&rc.v);
+            close(
+                "o",
+                &got,
+                &forward(&rc).o,
+                |_| 256.0 * U * (1.0 + vmax),
+                &mut worst,
+            );
+        }
+    }
+    let count = |f: fn(&Case) -> bool| cases.iter().filter(|c| f(c)).count();
+    assert!(count(|c| c.heads > c.kv_heads && c.window.is_some() && c.sinks > 0) > 0);
+    assert!(count(|c| c.alibi && c.heads > c.kv_heads) > 0);
+    assert!(count(|c| c.sink_logits.is_some() && c.softcap.is_some()) > 0);
+    eprintln!("reduced caches: outputs unlike the f32 cache's {differs:?} of {}; worst error / bound {worst:.3}", cases.len());
+    for (kv, n) in KINDS.iter().zip(differs) {
+        assert!(
+            2 * n >= cases.len(),
+            "kv_dtype {kv} changed only {n} outputs"
+        );
+    }
+}
+
+/// `kv_dtype` errors name the token and the format; the rows a format cannot store.
+#[test]
+fn reduced_cache_refusals() {
+    let case = |k: &str, v: &str, kv: &str| {
+        format!("{{\"op\":\"attention_stream\",\"id\":0,\"heads\":1,\"kv_heads\":1,\"t\":3,\"d\":1,\"q\":[1,2,3],\"k\":{k},\"v\":{v},\"capacity\":3,\"kv_dtype\":\"{kv}\"}}")
+    };
+    let a = run(&[
+        case("[1,\"nan\",3]", "[1,2,3]", "f16"),
+        case("[1,2,3]", "[1,2,\"-inf\"]", "int8"),
+        case("[1,2,3]", "[1,70000,3]", "f16"),
+    ]);
+    for (ans, token, what, kv) in [
+        (&a[0], 1, "k", "f16"),
+        (&a[1], 2, "v", "int8"),
+        (&a[2], 1, "v", "f16"),
+    ] {
+        assert_eq!(kind(ans), "invalid_param");
+        let m = ans["message"].as_str().expect("message");
+        assert!(
+            m.contains(&format!("token {token}"))
+                && m.contains(&format!("`{what}`"))
+                && m.contains(&format!("\"{kv}\"")),
+            "{m}"
+        );
+    }
+}
+
 /// The edge rows of CONFORMANCE.md: no allowed key gives zeros, `lse` = `-inf` (or the sink
 /// logit), entropy 0, zero gradients; S = 0 and T = 0.
 #[test]
@@ -420,6 +597,68 @@ fn errors() {
         (format!("{{\"op\":\"attention_stream\",\"id\":0,{stream},\"capacity\":1,\"window\":1,\"sinks\":1}}"), "cache_full"),
         (format!("{{\"op\":\"attention_stream\",\"id\":0,{stream},\"capacity\":18446744073709551615,\"window\":1}}"), "ok"),
     ];
+    // `kv_dtype`: the names, the dtype, the rows each format cannot store, the check order.
+    let kv = |extra: &str, kv: &str| {
+        format!("{{\"op\":\"attention_stream\",\"id\":0,{stream},\"capacity\":3{extra},\"kv_dtype\":{kv}}}")
+    };
+    let kv_rows = |k: &str, v: &str, kv: &str| {
+        format!("{{\"op\":\"attention_stream\",\"id\":0,\"heads\":1,\"kv_heads\":1,\"t\":3,\"d\":1,\"q\":[1,2,3],\"k\":{k},\"v\":{v},\"capacity\":3,\"kv_dtype\":\"{kv}\"}}")
+    };
+    let mut cases = cases;
+    cases.extend([
+        (kv("", "\"f32\""), "ok"),
+        (kv("", "\"f16\""), "ok"),
+        (kv("", "\"bf16\""), "ok"),
+        (kv("", "\"int8\""), "ok"),
+        (kv(",\"dtype\":\"f32\"", "\"int8\""), "ok"),
+        (kv("", "\"F16\""), "invalid_param"),
+        (kv("", "\"fp16\""), "invalid_param"),
+        (kv("", "\"float16\""), "invalid_param"),
+        (kv("", "\"f64\""), "invalid_param"),
+        (kv("", "\"int4\""), "invalid_param"),
+        (kv("", "\"\""), "invalid_param"),
+        (kv("", "16"), "invalid_param"),
+        (kv("", "null"), "invalid_param"),
+        (kv("", "[\"f16\"]"), "invalid_param"),
+        (kv("", "true"), "invalid_param"),
+        // Only with dtype f32: with f64 the combination is invalid_param, whatever the format.
+        (kv(",\"dtype\":\"f64\"", "\"f16\""), "invalid_param"),
+        (kv(",\"dtype\":\"f64\"", "\"f32\""), "invalid_param"),
+        (kv(",\"dtype\":\"f64\"", "\"int8\""), "invalid_param"),
+        (kv(",\"dtype\":\"f64\"", "\"fp8\""), "invalid_param"),
+        // A dtype that is no dtype at all stays unsupported_dtype.
+        (kv(",\"dtype\":\"f16\"", "\"f16\""), "unsupported_dtype"),
+        // The other attention ops have no such field.
+        (format!("{{\"op\":\"attention\",\"id\":0,{ok},\"kv_dtype\":\"f16\"}}"), "invalid_param"),
+        (format!("{{\"op\":\"attention_backward\",\"id\":0,{ok},\"do\":[1,1],\"kv_dtype\":\"f32\"}}"), "invalid_param"),
+        // Rows: NaN and ±inf in keys or values, in every reduced format (the f32 cache holds them).
+        (kv_rows("[1,\"nan\",3]", "[1,2,3]", "f32"), "ok"),
+        (kv_rows("[1,\"nan\",3]", "[1,2,3]", "f16"), "invalid_param"),
+        (kv_rows("[1,\"nan\",3]", "[1,2,3]", "bf16"), "invalid_param"),
+        (kv_rows("[1,\"nan\",3]", "[1,2,3]", "int8"), "invalid_param"),
+        (kv_rows("[1,2,3]", "[\"nan\",2,3]", "int8"), "invalid_param"),
+        (kv_rows("[1,2,3]", "[1,2,\"inf\"]", "f16"), "invalid_param"),
+        (kv_rows("[\"-inf\",2,3]", "[1,2,3]", "bf16"), "invalid_param"),
+        (kv_rows("[1,2,\"-inf\"]", "[1,2,3]", "int8"), "invalid_param"),
+        // A NaN query is not stored: computed with.
+        ("{\"op\":\"attention_stream\",\"id\":0,\"heads\":1,\"kv_heads\":1,\"t\":3,\"d\":1,\"q\":[1,\"nan\",3],\"k\":[1,2,3],\"v\":[1,2,3],\"capacity\":3,\"kv_dtype\":\"f16\"}".to_string(), "ok"),
+        // Finite values that round to ±inf: f16 from 65520 on, bf16 from 2^128 − 2^119.
+        (kv_rows("[1,70000.0,3]", "[1,2,3]", "f16"), "invalid_param"),
+        (kv_rows("[1,2,3]", "[1,-70000.0,3]", "f16"), "invalid_param"),
+        (kv_rows("[1,70000.0,3]", "[1,2,3]", "bf16"), "ok"),
+        (kv_rows("[1,70000.0,3]", "[1,-70000.0,3]", "int8"), "ok"),
+        (kv_rows("[1,2,3]", "[65519.996,2,3]", "f16"), "ok"),
+        (kv_rows("[1,2,3]", "[65520,2,3]", "f16"), "invalid_param"),
+        (kv_rows("[1,2,3]", "[3.3961514e38,2,3]", "bf16"), "ok"),
+        (kv_rows("[1,2,3]", "[3.3961776e38,2,3]", "bf16"), "invalid_param"),
+        (kv_rows("[1,3.4e38,3]", "[1,2,3]", "bf16"), "invalid_param"),
+        (kv_rows("[1,3.4028235e38,3]", "[1,2,3]", "int8"), "ok"),
+        // Check order: a type error of kv_dtype before a shape error; a shape error before a
+        // bad name; cache_full before a row the cache cannot store.
+        (kv(",\"s\":2", "7"), "invalid_param"),
+        (kv(",\"s\":2", "\"fp8\""), "shape"),
+        ("{\"op\":\"attention_stream\",\"id\":0,\"heads\":1,\"kv_heads\":1,\"t\":3,\"d\":1,\"q\":[1,2,3],\"k\":[1,\"nan\",3],\"v\":[1,2,3],\"capacity\":2,\"kv_dtype\":\"f16\"}".to_string(), "cache_full"),
+    ]);
     let lines: Vec<String> = cases.iter().map(|(l, _)| l.clone()).collect();
     let answers = run(&lines);
     for ((l, want), a) in cases.iter().zip(&answers) {

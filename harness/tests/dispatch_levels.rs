@@ -144,6 +144,30 @@ fn attention_bits() -> Vec<u64> {
         push(&o);
         push(&lse);
     }
+    // The decoder over each reduced-precision cache (GQA: tiles of several rows; head sizes on
+    // and off the 8-value conversions; a window that wraps), whose products run the stored-row
+    // copies of the AVX2 kernels (int8, f16 with F16C, bf16) at the AVX2 and AVX-512 levels.
+    fn stream<E: attention_core::Element<Float = f32>, const D: usize>(
+        vals: &mut impl FnMut(usize) -> Vec<f32>,
+        push: &mut impl FnMut(&[f32]),
+    ) {
+        use attention_core::{DecodeOptions, KvCache, Output, Window};
+        let mut c = Box::new(KvCache::<E, 2, 40, D, D>::new(Some(Window::new(37, 3))).unwrap());
+        let mut o = vec![0.0f32; 6 * D];
+        let opts = DecodeOptions::new().with_alibi(true);
+        for _ in 0..150 {
+            let (q, k, v) = (vals(6 * D), vals(2 * D), vals(2 * D));
+            c.decode(Poly, &q, &k, &v, &opts, Output::new(&mut o))
+                .unwrap();
+            push(&o);
+        }
+    }
+    stream::<i8, 64>(&mut vals, &mut push);
+    stream::<i8, 37>(&mut vals, &mut push);
+    stream::<softmax_core::stored::f16, 64>(&mut vals, &mut push);
+    stream::<softmax_core::stored::f16, 37>(&mut vals, &mut push);
+    stream::<softmax_core::stored::bf16, 64>(&mut vals, &mut push);
+    stream::<softmax_core::stored::bf16, 37>(&mut vals, &mut push);
     bits
 }
 

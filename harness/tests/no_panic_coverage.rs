@@ -6,11 +6,14 @@
 //!
 //! * `pub fn` in `lib.rs`/`slice.rs` (the crate root) → `softmax_core::name(`;
 //! * `pub fn` in `rows.rs` → `rows::name(`, in `array.rs` → `array::name(` (and so on for the
-//!   other public modules: `chunks`, `simd`, `linalg`, `linalg::within`, `special`, `fast`);
+//!   other public modules: `chunks`, `simd`, `linalg`, `linalg::within`, `special`, `fast`,
+//!   `quant`, `soft`, `stored`);
 //! * `pub fn` in an `impl Type` block (`lse.rs`, `spec.rs`, `backend/*`): with a `self` receiver →
 //!   `.name(`, without → `Type::name(`;
-//! * the methods of the public traits `Backend` and `Float` → `B::name(` / `F::name(` (or `.name(`
-//!   for methods with `self`);
+//! * the methods of the public traits (`Backend`, `Float`, `stored`'s `Operand` and `Stored`,
+//!   attention-core's `Element`) → the trait's initial as the generic parameter the probe calls
+//!   them through: `B::name(`, `F::name(`, `O::name(`, `S::name(`, `E::name(` (or `.name(` for
+//!   methods with `self`);
 //! * every `impl Backend<f32|f64> for Type` → `with_backend::<f32|f64, Type>(`, and every element
 //!   type → `float_only::<f32|f64>(`, the two generic drivers of the probe.
 
@@ -283,6 +286,7 @@ fn all_requirements() -> Vec<Required> {
         ("quant/lut.rs", "quant"),
         ("quant/fixed.rs", "fixed"),
         ("soft/mod.rs", "soft"),
+        ("stored.rs", "stored"),
     ]
     .iter()
     .map(|(f, m)| (f.to_string(), m.to_string()))
@@ -329,11 +333,20 @@ fn all_requirements() -> Vec<Required> {
     out
 }
 
+/// The requirements the probe's code does not meet. A call `path::name(` may also be written
+/// with a turbofish, `path::name::<T>(` (a generic function whose type parameter appears in no
+/// argument, such as `stored::row_bytes::<f16>(n)`, cannot be called otherwise).
 fn missing(required: &[Required], probe: &str) -> Vec<Required> {
     let code = strip_comments(probe);
+    let called = |pattern: &str| {
+        code.contains(pattern)
+            || pattern
+                .strip_suffix('(')
+                .is_some_and(|p| p.contains("::") && code.contains(&format!("{p}::<")))
+    };
     required
         .iter()
-        .filter(|r| !code.contains(&r.pattern))
+        .filter(|r| !called(&r.pattern))
         .cloned()
         .collect()
 }
@@ -385,6 +398,12 @@ fn extraction_finds_the_known_surface() {
         "with_backend::<f64, Libm>(",
         "with_backend::<f32, MicroMath>(",
         "float_only::<f64>(",
+        "stored::row_bytes(",
+        "S::store_row(",
+        "S::check_row(",
+        "S::write_row(",
+        "within::matmul_nt_stored(",
+        "within::matmul_nn_stored(",
     ] {
         assert!(
             patterns.contains(known),
@@ -426,6 +445,18 @@ fn coverage_check_can_fail() {
 
     let commented = probe.replace("used(rows::kl_divergence(", "// used(rows::kl_divergence(");
     assert!(!missing(&required, &commented).is_empty());
+
+    // A turbofish call counts; a longer name that merely starts the same does not.
+    let turbofish = requirements(
+        "rows.rs",
+        "pub fn typed<F>(n: usize) -> usize {\n    n\n}\n",
+        "rows",
+    );
+    assert!(missing(&turbofish, "used(rows::typed::<f32>(3));").is_empty());
+    assert_eq!(
+        missing(&turbofish, "used(rows::typed_more::<f32>(3));").len(),
+        1
+    );
 
     let mut extended = required.clone();
     extended.extend(requirements(

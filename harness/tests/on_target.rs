@@ -450,7 +450,8 @@ fn checker_accepts_a_matching_log_and_rejects_every_kind_of_damage() {
 
 /// The firmware is its own Cargo project with its own lock file. If it resolved another version
 /// of `libm` or `micromath` than the workspace, host and target would run different exp/ln code
-/// and the comparison would be meaningless (or fail for the wrong reason).
+/// and the comparison would be meaningless (or fail for the wrong reason); likewise `half`, whose
+/// conversions are the f16 and bf16 rounding of the reduced KV caches.
 #[test]
 fn firmware_lockfile_pins_the_same_math_crates_as_the_workspace() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -475,7 +476,7 @@ fn firmware_lockfile_pins_the_same_math_crates_as_the_workspace() {
     let ws = versions(&root.join("Cargo.lock"));
     let fw = versions(&root.join("harness/firmware/Cargo.lock"));
     let np = versions(&root.join("harness/no-panic/Cargo.lock"));
-    for krate in ["libm", "micromath"] {
+    for krate in ["libm", "micromath", "half"] {
         let want = ws
             .get(krate)
             .unwrap_or_else(|| panic!("{krate} not in Cargo.lock"));

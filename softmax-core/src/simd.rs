@@ -54,9 +54,9 @@ pub enum Level {
     /// The target's own features, as the crate was compiled (SSE2 for a default x86_64 build,
     /// NEON on aarch64, scalar code on microcontrollers).
     Baseline,
-    /// x86_64 with AVX2 and FMA (eight f32 lanes per instruction).
+    /// x86_64 with AVX2, FMA and F16C (eight f32 lanes per instruction).
     Avx2,
-    /// x86_64 with AVX-512F, AVX2 and FMA (sixteen f32 lanes per instruction).
+    /// x86_64 with AVX-512F, AVX2, FMA and F16C (sixteen f32 lanes per instruction).
     Avx512,
 }
 
@@ -186,7 +186,9 @@ mod imp {
         // Every AVX2 CPU so far has FMA too; the level requires both, so that `fast`'s kernel
         // (the one user of fused multiply-add) can rely on it.
         let fma = l1.ecx & (1 << 12) != 0;
-        if !(osxsave && avx) || max_leaf < 7 {
+        // Likewise F16C (the f16 → f32 conversion the products over an f16 KV cache use).
+        let f16c = l1.ecx & (1 << 29) != 0;
+        if !(osxsave && avx && f16c) || max_leaf < 7 {
             return Level::Baseline;
         }
         // SAFETY: CPUID reports OSXSAVE, so the OS has enabled XGETBV and XCR0 can be read.

@@ -1,4 +1,4 @@
-//! Reduced-precision storage of f32 rows: IEEE binary16 ([`f16`]), bfloat16 ([`bf16`]) and
+//! Reduced-precision storage of f32 rows: IEEE binary16 ([`f16`](struct@f16)), bfloat16 ([`bf16`]) and
 //! int8 with one f32 scale per row (`i8`), with exact, documented rounding, and the read-back
 //! that the products of [`linalg::within`](crate::linalg::within) apply in registers while they
 //! compute (no dequantized copy is ever made).
@@ -11,21 +11,26 @@
 //!
 //! # The formats (the semantics of `kv_dtype` in the conformance protocol)
 //!
-//! * [`f16`], [`bf16`]: each value rounded to nearest, ties to even (the `half` crate's
+//! * [`f16`](struct@f16), [`bf16`]: each value rounded to nearest, ties to even (the `half` crate's
 //!   conversions); read back exactly. A row holding NaN or ±inf, or a finite value that would
-//!   round to ±inf (|x| ≥ 65520 for f16, ≥ 3.3961514e38 for bf16), cannot be stored:
-//!   [`Error::NotStorable`].
+//!   round to ±inf (|x| ≥ 65520 for f16, |x| ≥ 2¹²⁸ − 2¹¹⁹ ≈ 3.3961775e38 for bf16), cannot be
+//!   stored: [`Error::NotStorable`].
 //! * `i8`: per row, `amax = max |x_i|`, scale `s = amax / 127` (one f32 division; `s = 0` when
 //!   `amax = 0`), `q_i = round(x_i / s)` (the division in f32, round half away from zero),
 //!   clamped to `[−127, 127]` (`q_i = 0` when `s = 0`); read back as `q_i · s` (one f32
 //!   product). A row holding NaN or ±inf cannot be stored.
 //!
-//! Rounding error of a stored value against the value pushed (finite rows): f16 within
-//! `2⁻¹¹·|x|` for `|x| ≥ 2⁻¹⁴` and `2⁻²⁵` absolute below (its subnormals); bf16 within
-//! `2⁻⁹·|x|` (f32 subnormals are kept as bf16 subnormals: `2⁻¹³⁴` absolute); int8 within
-//! `s/2·(1 + 2⁻²²) + 2⁻²³·|x|` of `x`, with `s = amax/127`: half a step of the row's grid,
-//! i.e. `amax/254` relative to the row's largest value (for rows with `amax ≥ 2⁻¹¹⁹`, where
-//! `s` is a normal number).
+//! Rounding error of a stored value against the value pushed (finite rows):
+//!
+//! * f16 (11 significant bits): within `2⁻¹¹·|x|` for `|x| ≥ 2⁻¹⁴`, `2⁻²⁵` absolute below
+//!   (its subnormals);
+//! * bf16 (8 significant bits): within `2⁻⁸·|x|` (f32 subnormals stay bf16 subnormals:
+//!   `2⁻¹³⁴` absolute);
+//! * int8: within `s/2·(1 + 2⁻²²) + 2⁻²³·|x|` of `x`, with `s = amax/127`: half a step of the
+//!   row's grid, i.e. `amax/254` relative to the row's largest value (for rows with
+//!   `amax ≥ 2⁻¹¹⁹`, where `s` is a normal number, and `amax < f32::MAX`: a row holding ±`f32::MAX`
+//!   itself is stored, as the protocol says, but reads back as ±inf there, since
+//!   `127·fl(MAX/127)` rounds past `MAX`).
 //!
 //! # Examples
 //!
@@ -130,7 +135,7 @@ impl<F: Float> Operand<F> for F {
     }
 }
 
-/// A reduced-precision format an f32 row can be stored in: [`f16`], [`bf16`] or `i8` (with a
+/// A reduced-precision format an f32 row can be stored in: [`f16`](struct@f16), [`bf16`] or `i8` (with a
 /// per-row scale). See the [module](self) docs for the exact rounding of each.
 ///
 /// # Examples
@@ -241,7 +246,7 @@ impl Operand<f32> for f16 {
     }
 }
 
-/// The f32 value of the finite f16 with bits `h` (see [`f16`]'s `load`).
+/// The f32 value of the finite f16 with bits `h` (see [`f16`](struct@f16)'s `load`).
 #[inline(always)]
 pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
     let h = h as u32;

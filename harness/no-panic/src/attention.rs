@@ -5,9 +5,10 @@ use core::hint::black_box;
 
 use attention_core::backend::{Backend, Libm, Poly};
 use attention_core::{
-    Cache, Causal, DecodeOptions, Dims, Grads, Inline, KvCache, KvCacheSlice, Options, Output, Qkv,
-    QueryState, Saved, Window,
+    Cache, Causal, DecodeOptions, Dims, Element, Grads, Inline, KvCache, KvCacheSlice, Options,
+    Output, Qkv, QueryState, Saved, Window,
 };
+use softmax_core::stored::{bf16, f16};
 use softmax_core::Float;
 
 fn used<T>(v: T) {
@@ -31,6 +32,16 @@ pub fn probe() {
     with_backend::<f32, Poly>();
     with_backend::<f32, Libm>();
     with_backend::<f64, Poly>();
+    reduced::<i8, Poly>();
+    reduced::<f16, Poly>();
+    reduced::<bf16, Poly>();
+    reduced::<i8, Libm>();
+    int8_slice::<Poly>();
+    element::<f32>();
+    element::<f64>();
+    element::<f16>();
+    element::<bf16>();
+    element::<i8>();
     let slope: f32 = attention_core::alibi_slope(black_box(6), black_box(5));
     used(slope);
     let mut slopes = [0.0f32; 12];
@@ -44,7 +55,7 @@ pub fn probe() {
 
 /// Everything generic over the element type and backend, for one pair.
 #[inline(never)]
-fn with_backend<F: Float, B: Backend<F>>() {
+fn with_backend<F: Element<Float = F, Unit = F> + Float, B: Backend<F>>() {
     let b = black_box(B::default());
     // Dimensions the optimiser cannot see: any of them may be wrong for the buffers.
     let dims = Dims::new(
@@ -212,6 +223,7 @@ fn with_backend<F: Float, B: Backend<F>>() {
             Output::new(&mut ot[..]),
         ));
         used((c.len(), c.is_empty(), c.cached(), c.capacity(), c.window()));
+        used(c.token_bytes());
         c.clear();
         used(c.len());
     }
@@ -246,4 +258,126 @@ fn with_backend<F: Float, B: Backend<F>>() {
         used(c.len());
     }
     used(ot);
+}
+
+/// The decoder options of the reduced caches' probes: ALiBi, a soft-cap and sink logits, all
+/// opaque.
+fn reduced_opts(sink: &[f32; 2]) -> DecodeOptions<'_, f32> {
+    black_box(
+        DecodeOptions::new()
+            .with_alibi(black_box(true))
+            .with_softcap(black_box(20.0f32))
+            .with_sink_logits(black_box(&sink[..])),
+    )
+}
+
+/// An inline cache stored as `E` (int8, f16, bf16; computed in f32): decode steps past the
+/// capacity (the window ring wraps), pushes of rows the optimiser cannot see (NaN, ±inf and
+/// values the format cannot hold included: a refused push is an error value), attend.
+#[inline(never)]
+fn reduced<E: Element<Float = f32>, B: Backend<f32>>() {
+    let b = black_box(B::default());
+    let window = black_box(Some(Window::new(black_box(4), black_box(1))));
+    let sink = opaque::<f32, 2>(4.0);
+    let opts = reduced_opts(&sink);
+    let qt = opaque::<f32, 8>(0.3);
+    let kt = opaque::<f32, 4>(0.6);
+    let vt = opaque::<f32, 2>(0.9);
+    let mut ot = [0.0f32; 4];
+    let (mut lse, mut ent) = ([0.0f32; 2], [0.0f32; 2]);
+    if let Ok(mut c) = KvCache::<E, 1, 5, 4, 2>::new(window) {
+        for _ in 0..black_box(9) {
+            used(
+                c.decode(
+                    b,
+                    black_box(&qt[..]),
+                    black_box(&kt[..]),
+                    black_box(&vt[..]),
+                    &opts,
+                    Output::new(black_box(&mut ot[..]))
+                        .with_lse(black_box(&mut lse[..]))
+                        .with_entropy(black_box(&mut ent[..])),
+                ),
+            );
+        }
+        used(c.push(black_box(&kt[..]), black_box(&vt[..])));
+        used(c.attend(b, black_box(&qt[..]), &opts, Output::new(&mut ot[..])));
+        used((c.len(), c.cached(), c.capacity(), c.token_bytes()));
+    }
+    used((ot, lse, ent));
+}
+
+/// A [`KvCacheSlice`] over int8 buffers and their scales (`new_int8`), of lengths the optimiser
+/// cannot see: push, decode, attend.
+#[inline(never)]
+fn int8_slice<B: Backend<f32>>() {
+    // The int8 slice cache under a name of its own (the same type as `KvCacheSlice<'_, i8>`).
+    type Int8Cache<'a> = KvCacheSlice<'a, i8>;
+    let b = black_box(B::default());
+    let window = black_box(Some(Window::new(black_box(4), black_box(1))));
+    let sink = opaque::<f32, 2>(4.0);
+    let opts = reduced_opts(&sink);
+    let qt = opaque::<f32, 8>(0.3);
+    let kt = opaque::<f32, 4>(0.6);
+    let vt = opaque::<f32, 2>(0.9);
+    let mut ot = [0.0f32; 4];
+    let (mut k_store, mut v_store) = ([0i8; 20], [0i8; 10]);
+    let (mut k_scales, mut v_scales) = ([0.0f32; 5], [0.0f32; 5]);
+    if let Ok(mut c) = Int8Cache::new_int8(
+        black_box(&mut k_store[..]),
+        black_box(&mut v_store[..]),
+        black_box(&mut k_scales[..]),
+        black_box(&mut v_scales[..]),
+        black_box(1),
+        black_box(4),
+        black_box(2),
+        window,
+    ) {
+        for _ in 0..black_box(9) {
+            used(c.decode(
+                b,
+                black_box(&qt[..]),
+                black_box(&kt[..]),
+                black_box(&vt[..]),
+                &opts,
+                Output::new(black_box(&mut ot[..])),
+            ));
+        }
+        used(c.push(black_box(&kt[..]), black_box(&vt[..])));
+        used(c.attend(b, black_box(&qt[..]), &opts, Output::new(&mut ot[..])));
+        used((c.len(), c.cached(), c.capacity(), c.token_bytes()));
+    }
+    // The f16 slice cache (`KvCacheSlice::new`, no scales).
+    let (mut kh, mut vh) = ([f16::ZERO; 20], [f16::ZERO; 10]);
+    if let Ok(mut c) = KvCacheSlice::new(
+        black_box(&mut kh[..]),
+        black_box(&mut vh[..]),
+        black_box(1),
+        black_box(4),
+        black_box(2),
+        window,
+    ) {
+        used(c.decode(
+            b,
+            black_box(&qt[..]),
+            black_box(&kt[..]),
+            black_box(&vt[..]),
+            &opts,
+            Output::new(black_box(&mut ot[..])),
+        ));
+        used(c.token_bytes());
+    }
+    used(ot);
+}
+
+/// The element trait's own functions: whether a row is storable, and a row written (into an
+/// output of a length the optimiser cannot see).
+#[inline(never)]
+fn element<E: Element>() {
+    let xs = opaque::<E::Float, 12>(0.45);
+    let x: &[E::Float] = black_box(&xs[..]);
+    used(E::storable(x));
+    let mut buf = black_box([E::Unit::default(); 12]);
+    used(E::write_row(x, black_box(&mut buf[..])));
+    used((buf, E::NAME));
 }

@@ -17,6 +17,7 @@
 mod attention;
 mod loss;
 mod quant;
+mod stored;
 
 use core::fmt::{self, Write};
 use core::hint::black_box;
@@ -408,6 +409,7 @@ fn main() -> ! {
         loss::probe();
         attention::probe();
         quant::probe();
+        stored::probe();
     }
     // The self-test: one (element type, backend) pair, so it links in a fraction of the time of
     // the full probe, plus one certain panic path. It must not link.

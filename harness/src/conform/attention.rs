@@ -14,17 +14,28 @@
 //!   without), after checking that number against `capacity` (`cache_full`), so a huge
 //!   `capacity` allocates nothing extra.
 //! * `sinks` without `window` changes nothing (sinks are exempt from the window only).
+//! * `kv_dtype` (`attention_stream` only): `"f32"` (the default), `"f16"`, `"bf16"` or
+//!   `"int8"`, the element type of the cache (`KvCacheSlice<E>`, `E` = `f32`, `f16`, `bf16`,
+//!   `i8` with one f32 scale per row); any other string, or another JSON type, is
+//!   `invalid_param`. With `"dtype": "f64"` the field is an option combination the op does not
+//!   allow: `invalid_param`, decided where the dtype is (`super::F32_ONLY`), in place of f64's
+//!   `unsupported_dtype`. A token whose `k` or `v` rows the format cannot store (NaN, ±inf,
+//!   an f16/bf16 value that rounds to ±inf: `Error::NotStorable`) is `invalid_param`, found
+//!   while decoding, so after `cache_full`. `"f32"` is the cache the op had before the field
+//!   existed: the same code, the same bits.
 //! * Check order as the other ops: every field's type (`invalid_param`), then dimensions and
 //!   lengths (`shape`), then values: `causal` string, `scale` finite, `softcap` finite and > 0,
-//!   `window` >= 1 (`invalid_param`), then `cache_full`.
+//!   `window` >= 1, `kv_dtype` a format name (`invalid_param`), then `cache_full`, then a row
+//!   the cache cannot store.
 
 use serde_json::Value;
 use softmax_core::backend::Poly;
 
 use attention_core::{
-    attention, attention_backward, Causal, DecodeOptions, Dims, Error as AttnError, Grads,
+    attention, attention_backward, Causal, DecodeOptions, Dims, Element, Error as AttnError, Grads,
     KvCacheSlice, Options, Output, Qkv, Saved, Window,
 };
+use softmax_core::stored::{bf16, f16, Operand};
 
 use super::request::{describe, Request};
 use super::wire::float_array;
@@ -97,7 +108,7 @@ const BACKWARD_FIELDS: &[&str] = &[
     "do",
 ];
 
-/// Fields of `attention_stream`: no `mask`, no `bias`; `capacity`.
+/// Fields of `attention_stream`: no `mask`, no `bias`; `capacity`, `kv_dtype`.
 const STREAM_FIELDS: &[&str] = &[
     "q",
     "k",
@@ -116,6 +127,7 @@ const STREAM_FIELDS: &[&str] = &[
     "softcap",
     "sink_logits",
     "capacity",
+    "kv_dtype",
 ];
 
 /// attention-core's errors in protocol terms (a backstop: the handlers check lengths and values
@@ -212,16 +224,31 @@ fn check_len(field: &str, want: usize, got: usize) -> Result<(), Failure> {
     }
 }
 
-/// A zeroed output buffer; a length the allocator refuses is a `shape` error, not an abort.
-fn zeros(len: usize, what: &str) -> Result<Vec<f32>, Failure> {
+/// A buffer of `len` copies of `value`; a length the allocator refuses is a `shape` error, not
+/// an abort.
+fn filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>, Failure> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| {
         Failure::shape(format!(
             "`{what}` would need {len} values: too large to allocate"
         ))
     })?;
-    v.resize(len, 0.0);
+    v.resize(len, value);
     Ok(v)
+}
+
+/// A zeroed output buffer (see [`filled`]).
+fn zeros(len: usize, what: &str) -> Result<Vec<f32>, Failure> {
+    filled(len, 0.0, what)
+}
+
+/// `kv_dtype`: what the `attention_stream` cache stores its rows as.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KvDtype {
+    F32,
+    F16,
+    Bf16,
+    Int8,
 }
 
 /// One validated request of the family.
@@ -243,6 +270,8 @@ struct Case {
     d_o: Vec<f32>,
     /// `capacity` (stream) — 0 otherwise.
     capacity: usize,
+    /// `kv_dtype` (stream) — f32 otherwise.
+    kv_dtype: KvDtype,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -289,6 +318,12 @@ impl Case {
             size(req, "capacity")?
         } else {
             0
+        };
+        // Another op has no such field (an unknown field, refused before the handler runs).
+        let kv_dtype = if which == Which::Stream {
+            opt_str(req, "kv_dtype")?
+        } else {
+            None
         };
         // 2. Dimensions and lengths.
         let s = match s {
@@ -362,6 +397,18 @@ impl Case {
         if window == Some(0) {
             return Err(Failure::invalid_param("`window` must be at least 1"));
         }
+        let kv_dtype = match kv_dtype {
+            None | Some("f32") => KvDtype::F32,
+            Some("f16") => KvDtype::F16,
+            Some("bf16") => KvDtype::Bf16,
+            Some("int8") => KvDtype::Int8,
+            Some(other) => {
+                return Err(Failure::invalid_param(format!(
+                    "`kv_dtype` must be \"f32\", \"f16\", \"bf16\" or \"int8\", found {}",
+                    Value::String(other.to_string())
+                )))
+            }
+        };
         Ok(Case {
             dims: Dims::new(heads, kv_heads, t, s, d, dv),
             q,
@@ -378,6 +425,7 @@ impl Case {
             sink_logits,
             d_o,
             capacity,
+            kv_dtype,
         })
     }
 
@@ -489,17 +537,11 @@ fn backward(req: &Request<'_>) -> Result<Outputs, Failure> {
     Ok(out)
 }
 
-/// `attention_stream`: token by token through a fixed-capacity cache.
+/// `attention_stream`: token by token through a fixed-capacity cache whose element type is
+/// `kv_dtype`'s.
 fn stream(req: &Request<'_>) -> Result<Outputs, Failure> {
     let c = Case::parse(req, Which::Stream)?;
-    let Dims {
-        heads,
-        kv_heads,
-        t,
-        d,
-        dv,
-        ..
-    } = c.dims;
+    let t = c.dims.t;
     let window = c.window.map(|w| Window::new(w, c.sinks));
     let needed = match window {
         Some(w) => t.min(w.tokens()),
@@ -517,9 +559,60 @@ fn stream(req: &Request<'_>) -> Result<Outputs, Failure> {
     if t == 0 {
         return Ok(vec![("o", float_array::<f32>(&[]))]);
     }
-    let mut k_store = zeros(product(product(needed, kv_heads)?, d)?, "cache")?;
-    let mut v_store = zeros(product(product(needed, kv_heads)?, dv)?, "cache")?;
+    let o = match c.kv_dtype {
+        KvDtype::F32 => stream_float::<f32>(&c, needed, window)?,
+        KvDtype::F16 => stream_float::<f16>(&c, needed, window)?,
+        KvDtype::Bf16 => stream_float::<bf16>(&c, needed, window)?,
+        KvDtype::Int8 => {
+            let (kv_heads, d, dv) = (c.dims.kv_heads, c.dims.d, c.dims.dv);
+            let rows = product(needed, kv_heads)?;
+            let mut k_store = filled(product(rows, d)?, 0i8, "cache")?;
+            let mut v_store = filled(product(rows, dv)?, 0i8, "cache")?;
+            let mut k_scales = zeros(rows, "cache")?;
+            let mut v_scales = zeros(rows, "cache")?;
+            let mut cache = KvCacheSlice::new_int8(
+                &mut k_store,
+                &mut v_store,
+                &mut k_scales,
+                &mut v_scales,
+                kv_heads,
+                d,
+                dv,
+                window,
+            )?;
+            decode_all(&c, &mut cache)?
+        }
+    };
+    Ok(vec![("o", float_array(&o))])
+}
+
+/// The stream over a cache of `needed` tokens stored as the float format `E` (f32, f16, bf16:
+/// no scale).
+fn stream_float<E>(c: &Case, needed: usize, window: Option<Window>) -> Result<Vec<f32>, Failure>
+where
+    E: Element<Float = f32, Unit = E> + Operand<f32, Scale = ()>,
+{
+    let (kv_heads, d, dv) = (c.dims.kv_heads, c.dims.d, c.dims.dv);
+    let rows = product(needed, kv_heads)?;
+    let mut k_store = filled(product(rows, d)?, E::default(), "cache")?;
+    let mut v_store = filled(product(rows, dv)?, E::default(), "cache")?;
     let mut cache = KvCacheSlice::new(&mut k_store, &mut v_store, kv_heads, d, dv, window)?;
+    decode_all(c, &mut cache)
+}
+
+/// Pushes token after token into `cache` and attends with its queries: `o` (H·T·Dv).
+fn decode_all<E: Element<Float = f32>>(
+    c: &Case,
+    cache: &mut KvCacheSlice<'_, E>,
+) -> Result<Vec<f32>, Failure> {
+    let Dims {
+        heads,
+        kv_heads,
+        t,
+        d,
+        dv,
+        ..
+    } = c.dims;
     let opts = c.decode_options();
     let mut o = zeros(product(product(heads, t)?, dv)?, "o")?;
     let (mut q_tok, mut k_tok, mut v_tok) = (
@@ -540,12 +633,21 @@ fn stream(req: &Request<'_>) -> Result<Outputs, Failure> {
         gather(&c.q, &mut q_tok, d, i);
         gather(&c.k, &mut k_tok, d, i);
         gather(&c.v, &mut v_tok, dv, i);
-        cache.decode(Poly, &q_tok, &k_tok, &v_tok, &opts, Output::new(&mut o_tok))?;
+        cache
+            .decode(Poly, &q_tok, &k_tok, &v_tok, &opts, Output::new(&mut o_tok))
+            .map_err(|e| match e {
+                AttnError::NotStorable { what } => Failure::invalid_param(format!(
+                    "token {i}: its `{what}` rows hold NaN, ±inf or a value that rounds to ±inf \
+                     in kv_dtype {}: the cache cannot store them",
+                    Value::String(E::NAME.to_string())
+                )),
+                e => e.into(),
+            })?;
         for (h, row) in o_tok.chunks_exact(dv).enumerate() {
             if let Some(dst) = o.get_mut((h * t + i) * dv..(h * t + i + 1) * dv) {
                 dst.copy_from_slice(row);
             }
         }
     }
-    Ok(vec![("o", float_array(&o))])
+    Ok(o)
 }

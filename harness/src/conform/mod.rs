@@ -26,7 +26,8 @@
 //!   silently resolved) → `op` missing or not a string (`invalid_param`) → op not in the table
 //!   (`unknown_op`, whatever the other fields) → `id` missing (`invalid_param`: every line
 //!   carries one) → unknown field (`invalid_param`) → `dtype` (not a string: `invalid_param`;
-//!   another string: `unsupported_dtype`) → the op's own fields: every field's type first
+//!   another string: `unsupported_dtype`; `"f64"` with a field that exists only for f32,
+//!   [`F32_ONLY`]: `invalid_param`) → the op's own fields: every field's type first
 //!   (`invalid_param`), then the shape and the lengths (`shape`), then the values
 //!   (`invalid_param`).
 //! * `id` is echoed as its exact input text with insignificant whitespace removed, so numbers
@@ -221,6 +222,11 @@ const OPS: &[Op] = &[
 /// Ops whose types come from their own fields: a `dtype` field is `invalid_param` for them.
 const NO_DTYPE: &[&str] = &["softmax_quantized"];
 
+/// `(op, field)`: fields that exist only with `"dtype": "f32"`. Given with `"f64"`, the
+/// combination is `invalid_param` (checked in place of the op's missing f64 form,
+/// `unsupported_dtype`): `kv_dtype` names how an f32 computation stores its cache.
+const F32_ONLY: &[(&str, &str)] = &[("attention_stream", "kv_dtype")];
+
 /// Reads cases from `input`, writes one answer line per case to `out`.
 ///
 /// # Errors
@@ -364,12 +370,23 @@ fn respond(
     let handler = match fields.get("dtype") {
         None => op.f32,
         Some(Value::String(d)) if d == "f32" => op.f32,
-        Some(Value::String(d)) if d == "f64" => op.f64.ok_or_else(|| {
-            Failure::new(
-                Kind::UnsupportedDtype,
-                format!("op `{}` supports only f32", op.name),
-            )
-        })?,
+        Some(Value::String(d)) if d == "f64" => {
+            if let Some((_, field)) = F32_ONLY
+                .iter()
+                .find(|(name, field)| *name == op.name && fields.contains_key(*field))
+            {
+                return Err(Failure::invalid_param(format!(
+                    "`{field}` is only for \"dtype\": \"f32\" (op `{}` computes in f32)",
+                    op.name
+                )));
+            }
+            op.f64.ok_or_else(|| {
+                Failure::new(
+                    Kind::UnsupportedDtype,
+                    format!("op `{}` supports only f32", op.name),
+                )
+            })?
+        }
         Some(Value::String(d)) => {
             return Err(Failure::new(
                 Kind::UnsupportedDtype,

@@ -3,12 +3,20 @@
 //! f32 with the `Poly` backend (attention-core's fast path); every buffer on the stack, well
 //! under the 14 KiB a case may use on the Cortex-M0 (the largest case, `masks`, holds about
 //! 9 KiB of tensors and states; the kernels add a few hundred bytes of score blocks).
+//!
+//! The decoder over the reduced KV caches (`stream_stored`, `not_storable`: int8 with a scale
+//! per row, f16, bf16; computed in f32) runs the same stream through an inline `KvCache` and a
+//! `KvCacheSlice` over the case's buffers (`KvCacheSlice::new_int8` for int8), so both storages
+//! and the formats' rounding (in `softmax_core::stored`: the `half` crate's conversions, int8's
+//! f32 division and product) are compared across the three machines.
 
 use attention_core::backend::Poly;
 use attention_core::{
     attention, attention_backward, attention_finish, attention_partial, merge_partials, Causal,
-    DecodeOptions, Dims, Error, Grads, KvCache, Options, Output, Qkv, QueryState, Saved, Window,
+    DecodeOptions, Dims, Element, Error, Grads, KvCache, KvCacheSlice, Options, Output, Qkv,
+    QueryState, Saved, Window,
 };
+use softmax_core::stored::{bf16, f16, Operand};
 
 use crate::family::own_frame;
 use crate::Ctx;
@@ -37,6 +45,7 @@ fn code(e: Error) -> u64 {
         Error::CacheFull { capacity } => 10 ^ ((capacity as u64) << 8),
         Error::EmptyCache => 11,
         Error::Core(_) => 12,
+        Error::NotStorable { what } => 14 ^ (u64::from(what.bytes().next().unwrap_or(0)) << 8),
         _ => 13,
     }
 }
@@ -346,5 +355,353 @@ pub(crate) fn backward(ctx: &mut Ctx) {
         ctx.feed(&dk);
         ctx.feed(&dv);
         ctx.feed(&dz);
+    }
+}
+
+/// The reduced-precision storages of the KV cache, as the decoder cases use them: the slice
+/// cache over the case's buffers, and the edge of what each format can store.
+pub(crate) trait Reduced: Element<Float = f32, Unit = Self> + Operand<f32> {
+    /// The largest f32 the format stores as a finite value and the next f32 up, which it would
+    /// round to infinity. int8 stores every finite f32: 3e38 (f32::MAX itself is storable but
+    /// reads back as `127·fl(MAX/127)`, which rounds to `+inf`) and `+inf`.
+    const EDGE: (f32, f32);
+
+    /// A [`KvCacheSlice`] over `k` and `v` (and, for int8, the scales `ks`, `vs`).
+    #[allow(clippy::too_many_arguments)]
+    fn slice<'a>(
+        k: &'a mut [Self],
+        v: &'a mut [Self],
+        ks: &'a mut [f32],
+        vs: &'a mut [f32],
+        kv_heads: usize,
+        d: usize,
+        dv: usize,
+        window: Option<Window>,
+    ) -> Result<KvCacheSlice<'a, Self>, Error>;
+}
+
+impl Reduced for i8 {
+    const EDGE: (f32, f32) = (3.0e38, f32::INFINITY);
+    fn slice<'a>(
+        k: &'a mut [i8],
+        v: &'a mut [i8],
+        ks: &'a mut [f32],
+        vs: &'a mut [f32],
+        kv_heads: usize,
+        d: usize,
+        dv: usize,
+        window: Option<Window>,
+    ) -> Result<KvCacheSlice<'a, i8>, Error> {
+        KvCacheSlice::new_int8(k, v, ks, vs, kv_heads, d, dv, window)
+    }
+}
+
+macro_rules! reduced_float {
+    ($t:ty, $ok:expr, $bad:expr) => {
+        impl Reduced for $t {
+            const EDGE: (f32, f32) = ($ok, $bad);
+            fn slice<'a>(
+                k: &'a mut [$t],
+                v: &'a mut [$t],
+                _ks: &'a mut [f32],
+                _vs: &'a mut [f32],
+                kv_heads: usize,
+                d: usize,
+                dv: usize,
+                window: Option<Window>,
+            ) -> Result<KvCacheSlice<'a, $t>, Error> {
+                KvCacheSlice::new(k, v, kv_heads, d, dv, window)
+            }
+        }
+    };
+}
+// f16: 65519.996 rounds down to 65504, 65520 (the tie) to +inf. bf16: the tie above its largest
+// value (0x7f7f) goes to the even 0x7f80, +inf.
+reduced_float!(f16, f32::from_bits(0x477f_efff), 65520.0);
+reduced_float!(
+    bf16,
+    f32::from_bits(0x7f7f_7fff),
+    f32::from_bits(0x7f7f_8000)
+);
+
+/// One key or value row for a reduced cache, of a kind drawn from the generator: ordinary
+/// values; one outlier 100 times the rest (int8's scale set by one value); values in f16's
+/// subnormal range; all zero, or all `-0.0` (int8's scale 0); values up to 60,000 (near f16's
+/// largest, 65,504).
+fn draw_row(ctx: &mut Ctx, out: &mut [f32]) {
+    match ctx.rng.below(8) {
+        0 => {
+            draw(ctx, 1.0, out);
+            let i = ctx.rng.below(out.len());
+            if let Some(x) = out.get_mut(i) {
+                *x *= 100.0;
+            }
+        }
+        1 => draw(ctx, 3.0e-5, out),
+        2 => {
+            let z = if ctx.rng.below(2) == 0 { 0.0 } else { -0.0 };
+            out.fill(z);
+        }
+        3 => draw(ctx, 6.0e4, out),
+        _ => draw(ctx, 1.5, out),
+    }
+}
+
+/// Rows of width `w` of `out`, each drawn by [`draw_row`].
+fn draw_rows(ctx: &mut Ctx, w: usize, out: &mut [f32]) {
+    for row in out.chunks_mut(w) {
+        draw_row(ctx, row);
+    }
+}
+
+/// The streaming decoder over a reduced KV cache (`E`: int8, f16, bf16), 300 tokens: 4 query
+/// heads over 2 kv heads (GQA), d = 16, dv = 8, a window of 16 and 4 sinks in exactly 20 slots
+/// (the ring wraps many times), ALiBi, a soft-cap and sink logits; keys and values of every kind
+/// of [`draw_row`]. Each token through an inline `KvCache` and a `KvCacheSlice` over the case's
+/// buffers: both outputs, `lse` and entropy (equal by design: one computation), then the
+/// caches' lengths and bytes per token, and the number of tokens whose two results were `Ok`
+/// and equal bit for bit.
+pub(crate) fn stream_stored<E: Reduced>(ctx: &mut Ctx) {
+    let agree = stream_stored_run::<E>(ctx);
+    ctx.feed(&agree);
+}
+
+/// [`stream_stored`]'s work; returns the number of tokens whose two results were `Ok` and
+/// equal bit for bit.
+fn stream_stored_run<E: Reduced>(ctx: &mut Ctx) -> u32 {
+    const D: usize = 16;
+    const DV: usize = 8;
+    const CAP: usize = 20;
+    let window = Some(Window::new(16, 4));
+    let mut inline = match KvCache::<E, HKV, CAP, D, DV>::new(window) {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.feed(&code(e));
+            return 0;
+        }
+    };
+    let mut k_store = [E::default(); HKV * CAP * D];
+    let mut v_store = [E::default(); HKV * CAP * DV];
+    let (mut k_scales, mut v_scales) = ([0.0f32; HKV * CAP], [0.0f32; HKV * CAP]);
+    let mut slice = match E::slice(
+        &mut k_store,
+        &mut v_store,
+        &mut k_scales,
+        &mut v_scales,
+        HKV,
+        D,
+        DV,
+        window,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.feed(&code(e));
+            return 0;
+        }
+    };
+    ctx.feed(&inline.token_bytes());
+    ctx.feed(&slice.token_bytes());
+    ctx.feed(&slice.capacity());
+    let mut sinks = [0.0f32; H];
+    draw(ctx, 1.0, &mut sinks);
+    let opts = DecodeOptions::new()
+        .with_alibi(true)
+        .with_softcap(4.0)
+        .with_sink_logits(&sinks);
+    let mut agree = 0;
+    for _ in 0..300 {
+        let mut q = [0.0f32; H * D];
+        let mut k = [0.0f32; HKV * D];
+        let mut v = [0.0f32; HKV * DV];
+        draw(ctx, 1.5, &mut q);
+        draw_rows(ctx, D, &mut k);
+        draw_rows(ctx, DV, &mut v);
+        // The bits of each cache's result: `o`, `lse`, entropy.
+        let mut bits = [[0u32; H * DV + 2 * H]; 2];
+        let mut ok = true;
+        for (which, bits) in bits.iter_mut().enumerate() {
+            let mut o = [0.0f32; H * DV];
+            let mut lse = [0.0f32; H];
+            let mut ent = [0.0f32; H];
+            let out = Output::new(&mut o)
+                .with_lse(&mut lse)
+                .with_entropy(&mut ent);
+            let r = own_frame(|| {
+                if which == 0 {
+                    inline.decode(Poly, &q, &k, &v, &opts, out)
+                } else {
+                    slice.decode(Poly, &q, &k, &v, &opts, out)
+                }
+            });
+            ok &= r.is_ok();
+            for (b, x) in bits.iter_mut().zip(o.iter().chain(&lse).chain(&ent)) {
+                *b = x.to_bits();
+            }
+            feed_result(ctx, r);
+            ctx.feed(&o);
+            ctx.feed(&lse);
+            ctx.feed(&ent);
+        }
+        if ok && bits[0] == bits[1] {
+            agree += 1;
+        }
+    }
+    ctx.feed(&inline.len());
+    ctx.feed(&inline.cached());
+    ctx.feed(&slice.len());
+    ctx.feed(&slice.cached());
+    agree
+}
+
+/// Rows a reduced cache cannot store: NaN, `±inf`, and (f16, bf16) the first value that rounds
+/// to infinity, in the keys or the values, pushed into a full window ring (the slot the push
+/// would take holds the oldest window token, still visible). Each push is refused
+/// (`Error::NotStorable` naming the rows), the cache's lengths stay, and the outputs after it
+/// are those before it. Then the largest storable values are pushed, and attended. 2 query
+/// heads over 1 kv head, d = dv = 4, a window of 4 and 1 sink in 5 slots, ALiBi; an inline
+/// cache and a slice cache side by side.
+pub(crate) fn not_storable<E: Reduced>(ctx: &mut Ctx) {
+    let kept = not_storable_run::<E>(ctx);
+    ctx.feed(&kept);
+}
+
+/// [`not_storable`]'s work; returns how many of the refused pushes (7, into each of the two
+/// caches) left the cache's length and outputs bit for bit as they were.
+fn not_storable_run<E: Reduced>(ctx: &mut Ctx) -> u32 {
+    const D: usize = 4;
+    const CAP: usize = 5;
+    let window = Some(Window::new(4, 1));
+    let mut inline = match KvCache::<E, 1, CAP, D, D>::new(window) {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.feed(&code(e));
+            return 0;
+        }
+    };
+    let (mut k_store, mut v_store) = ([E::default(); CAP * D], [E::default(); CAP * D]);
+    let (mut k_scales, mut v_scales) = ([0.0f32; CAP], [0.0f32; CAP]);
+    let mut slice = match E::slice(
+        &mut k_store,
+        &mut v_store,
+        &mut k_scales,
+        &mut v_scales,
+        1,
+        D,
+        D,
+        window,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            ctx.feed(&code(e));
+            return 0;
+        }
+    };
+    let mut q = [0.0f32; 2 * D];
+    draw(ctx, 1.5, &mut q);
+    let opts = DecodeOptions::new().with_alibi(true);
+    // The last outputs of each cache (`o` and `lse`, as bits) and its length.
+    let mut last = [([0u32; 2 * D + 2], 0u64); 2];
+    let mut kept = 0;
+    // Pushes `k`, `v` into both caches, then attends with `q`: every result, and the lengths.
+    // Counts a refused push after which the length and the outputs are as they were.
+    let mut step = |ctx: &mut Ctx, k: &[f32], v: &[f32]| {
+        for (which, last) in last.iter_mut().enumerate() {
+            let mut o = [0.0f32; 2 * D];
+            let mut lse = [0.0f32; 2];
+            let (pushed, attended, len, cached) = own_frame(|| {
+                let out = Output::new(&mut o).with_lse(&mut lse);
+                if which == 0 {
+                    let p = inline.push(k, v);
+                    let a = inline.attend(Poly, &q, &opts, out);
+                    (p, a, inline.len(), inline.cached())
+                } else {
+                    let p = slice.push(k, v);
+                    let a = slice.attend(Poly, &q, &opts, out);
+                    (p, a, slice.len(), slice.cached())
+                }
+            });
+            let mut bits = [0u32; 2 * D + 2];
+            for (b, x) in bits.iter_mut().zip(o.iter().chain(&lse)) {
+                *b = x.to_bits();
+            }
+            if matches!(pushed, Err(Error::NotStorable { .. })) && *last == (bits, len) {
+                kept += 1;
+            }
+            *last = (bits, len);
+            feed_result(ctx, pushed);
+            feed_result(ctx, attended);
+            ctx.feed(&len);
+            ctx.feed(&cached);
+            ctx.feed(&o);
+            ctx.feed(&lse);
+        }
+    };
+    // Nine tokens: the sink and a full window; the ring has wrapped.
+    for _ in 0..9 {
+        let (mut k, mut v) = ([0.0f32; D], [0.0f32; D]);
+        draw_rows(ctx, D, &mut k);
+        draw_rows(ctx, D, &mut v);
+        step(ctx, &k, &v);
+    }
+    let (ok, bad) = E::EDGE;
+    for case in 0..7 {
+        let (mut k, mut v) = ([0.0f32; D], [0.0f32; D]);
+        draw(ctx, 1.5, &mut k);
+        draw(ctx, 1.0, &mut v);
+        let i = ctx.rng.below(D);
+        let x = match case {
+            0 => &mut k[i],
+            1 | 3 | 6 => &mut v[i],
+            _ => &mut k[i],
+        };
+        *x = match case {
+            0 => f32::NAN,
+            1 => f32::INFINITY,
+            2 => f32::NEG_INFINITY,
+            3 => -f32::NAN,
+            // Both rows bad (the keys are reported): +inf here, NaN in the values below.
+            4 => f32::INFINITY,
+            5 => -bad,
+            _ => bad,
+        };
+        if case == 4 {
+            v[D - 1 - i] = f32::NAN;
+        }
+        step(ctx, &k, &v);
+    }
+    // The largest storable values (in the values only: as keys they would overflow the scores).
+    let (mut k, mut v) = ([0.0f32; D], [0.0f32; D]);
+    draw(ctx, 1.5, &mut k);
+    draw(ctx, 1.0, &mut v);
+    let i = ctx.rng.below(D);
+    v[i] = ok;
+    v[(i + 1) % D] = -ok;
+    step(ctx, &k, &v);
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every token of the stream is decoded, with the same bits through either storage.
+    #[test]
+    fn the_two_storages_agree_on_every_token() {
+        for seed in [1, 2] {
+            assert_eq!(stream_stored_run::<i8>(&mut Ctx::new(seed)), 300);
+            assert_eq!(stream_stored_run::<f16>(&mut Ctx::new(seed)), 300);
+            assert_eq!(stream_stored_run::<bf16>(&mut Ctx::new(seed)), 300);
+        }
+    }
+
+    /// Every refused push leaves both caches as they were (what `not_storable` digests as a
+    /// count; checked here so that a count of 0 cannot pass silently on every machine).
+    #[test]
+    fn refused_pushes_leave_the_caches_unchanged() {
+        for seed in [1, 2, 3] {
+            assert_eq!(not_storable_run::<i8>(&mut Ctx::new(seed)), 14);
+            assert_eq!(not_storable_run::<f16>(&mut Ctx::new(seed)), 14);
+            assert_eq!(not_storable_run::<bf16>(&mut Ctx::new(seed)), 14);
+        }
     }
 }

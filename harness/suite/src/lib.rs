@@ -57,6 +57,7 @@ mod loss;
 mod quant;
 mod rng;
 mod soft;
+mod stored;
 mod twice;
 
 pub use digest::{Digest, Feed};
@@ -216,6 +217,17 @@ pub const CASES: &[Case] = case_table! {
         "attention/masks/f32" => attention::masks,
         "attention/stream/f32" => attention::stream,
         "attention/backward/f32" => attention::backward,
+        // attention-core's decoder over the reduced KV caches (int8 with a scale per row, f16,
+        // bf16; computed in f32):
+        "attention/stream/int8" => attention::stream_stored::<i8>,
+        "attention/stream/f16" => attention::stream_stored::<softmax_core::stored::f16>,
+        "attention/stream/bf16" => attention::stream_stored::<softmax_core::stored::bf16>,
+        "attention/not_storable/int8" => attention::not_storable::<i8>,
+        "attention/not_storable/f16" => attention::not_storable::<softmax_core::stored::f16>,
+        "attention/not_storable/bf16" => attention::not_storable::<softmax_core::stored::bf16>,
+        // softmax-core's reduced-precision storage and its products (harness/suite/src/stored.rs):
+        "stored/rows" => stored::rows,
+        "stored/products" => stored::products,
         // softmax-core's quantized softmax (harness/suite/src/quant.rs):
         "quant/s8" => quant::s8,
         "quant/s16" => quant::s16,

@@ -24,13 +24,11 @@ use super::portable::scale;
 use crate::simd::{self, Level};
 use crate::stored::{bf16, f16, Operand};
 use core::arch::x86_64::{
-    __m128i, __m256, _mm256_add_epi32, _mm256_add_ps, _mm256_and_si256, _mm256_blendv_ps,
-    _mm256_castps256_ps128, _mm256_castsi256_ps, _mm256_cmpeq_epi32, _mm256_cvtepi32_ps,
-    _mm256_cvtepi8_epi32, _mm256_cvtepu16_epi32, _mm256_extractf128_ps, _mm256_loadu_ps,
-    _mm256_mul_ps, _mm256_or_ps, _mm256_permute2f128_ps, _mm256_set1_epi32, _mm256_set1_ps,
-    _mm256_setzero_ps, _mm256_setzero_si256, _mm256_shuffle_ps, _mm256_slli_epi32,
-    _mm256_storeu_ps, _mm256_sub_ps, _mm_cvtss_f32, _mm_loadl_epi64, _mm_loadu_si128,
-    _mm_movehdup_ps,
+    __m128i, __m256, _mm256_add_ps, _mm256_castps256_ps128, _mm256_castsi256_ps,
+    _mm256_cvtepi32_ps, _mm256_cvtepi8_epi32, _mm256_cvtepu16_epi32, _mm256_cvtph_ps,
+    _mm256_extractf128_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_permute2f128_ps, _mm256_set1_ps,
+    _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_slli_epi32, _mm256_storeu_ps, _mm_cvtss_f32,
+    _mm_loadl_epi64, _mm_loadu_si128, _mm_movehdup_ps,
 };
 
 /// An element type of `B` the kernels read eight at a time: f32 as it is, a stored format
@@ -40,7 +38,7 @@ pub(crate) trait Lane8: Operand<f32> {
     ///
     /// # Safety
     ///
-    /// The CPU must support AVX2 (callers are `#[target_feature(enable = "avx2")]` kernels,
+    /// The CPU must support AVX2 (callers are `#[target_feature(enable = "avx2,f16c")]` kernels,
     /// into which this is inlined).
     unsafe fn load8(x: &[Self; 8], s: Self::Scale) -> __m256;
 }
@@ -86,34 +84,14 @@ impl Lane8 for bf16 {
 }
 
 impl Lane8 for f16 {
-    /// `stored::f16_bits_to_f32` on eight lanes: the exponent re-biased, subnormals as an
-    /// exact difference of normal numbers (selected by lane), the sign put back.
+    /// F16C's conversion: exact for every f16 (the same value as `Operand::load`).
     #[inline(always)]
     unsafe fn load8(x: &[f16; 8], _: ()) -> __m256 {
-        // SAFETY: AVX2 (the caller's contract); `widen16` reads the 8 values.
-        unsafe {
-            let h = widen16(x);
-            let sign = _mm256_slli_epi32::<16>(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)));
-            let o = _mm256_slli_epi32::<13>(_mm256_and_si256(h, _mm256_set1_epi32(0x7fff)));
-            let normal = _mm256_add_epi32(o, _mm256_set1_epi32(112 << 23));
-            let sub = _mm256_sub_ps(
-                _mm256_castsi256_ps(_mm256_add_epi32(o, _mm256_set1_epi32(113 << 23))),
-                _mm256_castsi256_ps(_mm256_set1_epi32(113 << 23)),
-            );
-            let is_sub = _mm256_cmpeq_epi32(
-                _mm256_and_si256(o, _mm256_set1_epi32(0x0f80_0000)),
-                _mm256_setzero_si256(),
-            );
-            let mag = _mm256_blendv_ps(
-                _mm256_castsi256_ps(normal),
-                sub,
-                _mm256_castsi256_ps(is_sub),
-            );
-            _mm256_or_ps(mag, _mm256_castsi256_ps(sign))
-        }
+        // SAFETY: AVX2 and F16C (the caller's contract: the level that runs these kernels
+        // requires both); `x` is 8 values of 2 bytes, read by one unaligned 128-bit load.
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(x.as_ptr().cast::<__m128i>())) }
     }
 }
-
 /// `C = A·Bᵀ` with the AVX2 kernel, as `portable::matmul_nt` computes it (row `j` of `B` read
 /// with `s[j]`); `false` (nothing done) when the CPU runs below AVX2 or `k = 0`.
 #[inline(always)]
@@ -127,7 +105,8 @@ pub(super) fn matmul_nt<U: Lane8>(
     if simd::level() < Level::Avx2 || k == 0 {
         return false;
     }
-    // SAFETY: `level` never exceeds what the CPU and the OS support: AVX2 and the YMM state.
+    // SAFETY: `level` never exceeds what the CPU and the OS support: AVX2 (with F16C, which
+    // the level requires) and the YMM state.
     unsafe { kernel_nt(a, b, s, k, c) };
     true
 }
@@ -175,7 +154,7 @@ pub(crate) fn store8(x: &mut [f32; 8], v: __m256) {
 }
 
 /// The two halves of a chunk of 16, eight values each, read as f32 (row scale `s`).
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
 fn halves<U: Lane8>(x: &[U; L], s: U::Scale) -> (__m256, __m256) {
     match x.split_first_chunk::<8>() {
@@ -205,7 +184,7 @@ fn padded<U: Copy + Default>(tail: &[U]) -> [U; L] {
 /// The pairwise lane tree of `portable::combine` for four dot products at once, from their
 /// lanes after its first level (`x[i]` = lanes `l + l+8`, `l < 8`): then `l + l+4` (the two
 /// 128-bit halves), `l + l+2`, `l + l+1`.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
 fn combine4(x: [__m256; 4]) -> [f32; 4] {
     let y01 = _mm256_add_ps(
@@ -240,7 +219,7 @@ fn combine4(x: [__m256; 4]) -> [f32; 4] {
 /// [`combine4`] for eight dot products, with the same lane tree for each. `x` holds them
 /// in the order `[0, 4, 1, 5, 2, 6, 3, 7]` ([`spread`]), so that the result holds them in
 /// order, ready to be stored as one vector.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
 fn combine8(x: [__m256; 8]) -> __m256 {
     let half = |a: __m256, b: __m256| {
@@ -277,7 +256,7 @@ fn spread(x: [__m256; 8]) -> [__m256; 8] {
 
 /// The `R × C = 4` dot products of rows `a[r]` with rows `b[c]` (all of one length), in the
 /// order `r·C + c`. Each is `portable::dot` to the bit.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
 fn dots<U: Lane8, const R: usize, const C: usize>(
     a: [&[f32]; R],
@@ -289,7 +268,7 @@ fn dots<U: Lane8, const R: usize, const C: usize>(
 
 /// The lanes of the dot products of [`dots`] after the first level of their lane tree
 /// (`l + l+8`), in the same order.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
 fn lanes<U: Lane8, const R: usize, const C: usize>(
     a: [&[f32]; R],
@@ -378,7 +357,7 @@ fn out8(c: &mut [f32], i: usize) -> Option<&mut [f32; 8]> {
 /// figures). The last `n mod 8` rows of `B` go two at a
 /// time; an odd last row of `A` (a single query's scores, whose keys stream from
 /// memory) takes the rows of `B` four at a time.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 fn kernel_nt<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [f32]) {
     if k == 0 {
         return;
@@ -488,7 +467,7 @@ fn kernel_nt<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [f
 
 /// `c[off .. off + 8·V] += Σ_j x_j·b_j[off ..]` over the triples `(x_j, b_j, scale of b_j)` in
 /// order, `V` vectors of running sums in registers for the whole walk.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
 fn columns<'a, U: Lane8 + 'a, const V: usize>(
     c: &mut [f32],
@@ -525,7 +504,7 @@ fn columns<'a, U: Lane8 + 'a, const V: usize>(
 
 /// [`columns`] for two rows of `C` at once (`c0`, `c1`, weights `x0`, `x1` per row of
 /// `B`): each load of `B` serves both rows. The same operations per element.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
 fn columns2<'a, U: Lane8 + 'a, const V: usize>(
     c0: &mut [f32],
@@ -585,7 +564,7 @@ struct Group<'x, U: Lane8> {
 /// registers, the last `k mod 8` one at a time. 128 columns take all sixteen vector
 /// registers as running sums (LLVM spills two): a single query's value product at
 /// dv = 128 then reads each value row once instead of in two halves.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
 fn row1<U: Lane8>(c_row: &mut [f32], a_grp: &[f32], g: Group<'_, U>) {
     let k = g.k;
@@ -628,7 +607,7 @@ fn rest<U: Lane8>(c_row: &mut [f32], off: usize, a_grp: &[f32], g: Group<'_, U>)
 
 /// Two rows of `C` over one group of rows of `B`: 32, 16 or 8 columns of each in
 /// registers ([`columns2`]), the last `k mod 8` one at a time.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 #[inline]
 fn row2<U: Lane8>(
     (c0, c1): (&mut [f32], &mut [f32]),
@@ -678,7 +657,7 @@ fn group<'x, U: Lane8>(
 /// `n, k > 0`): `linalg::matmul_nn`'s walk (groups of 64 rows of `B` outermost), two rows of
 /// `C` at a time with 32, 16 or 8 columns of each in registers ([`row2`]), an odd last row
 /// with 128, 64, 32, 16 or 8 ([`row1`]), and the last `k mod 8` columns one at a time.
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,f16c")]
 fn kernel_nn<U: Lane8>(
     a: &[f32],
     b: &[U],

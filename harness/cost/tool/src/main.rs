@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use json::{num, obj, str, Json};
-use reference::{Check, ROW, TILE};
+use reference::{Check, Kv, ROW, TILE};
 
 /// One build configuration: a core and an opt-level.
 struct Config {
@@ -235,6 +235,26 @@ const PROBES: &[Probe] = &[
         "attention-core decoder step (`push` + `attend`), cache length 256, d = 64, f32, `Poly`",
         ROW,
         Check::Attention { keys: 256 },
+        100,
+    ),
+    row(
+        "decoder_step_int8",
+        "attention-core decoder step (`push` + `attend`), int8 cache, cache length 256, d = 64, f32 compute, `Poly`",
+        ROW,
+        Check::AttentionStored {
+            keys: 256,
+            format: Kv::Int8,
+        },
+        100,
+    ),
+    row(
+        "decoder_step_f16",
+        "attention-core decoder step (`push` + `attend`), f16 cache, cache length 256, d = 64, f32 compute, `Poly`",
+        ROW,
+        Check::AttentionStored {
+            keys: 256,
+            format: Kv::F16,
+        },
         100,
     ),
     row(
@@ -905,6 +925,37 @@ fn report(dir: &Path, jobs: usize, trace: Trace) -> Result<(), String> {
             })
             .collect(),
     );
+    // The decoder step over the reduced caches against the f32 cache: instructions per key.
+    let (f32_step, int8_step, f16_step) = (
+        probe_index("decoder_step"),
+        probe_index("decoder_step_int8"),
+        probe_index("decoder_step_f16"),
+    );
+    let per_key = |ci: usize, pi: usize| cost(&m, ci, pi).instructions.unwrap_or(0);
+    let reduced_kv = Json::Obj(
+        CONFIGS
+            .iter()
+            .enumerate()
+            .map(|(ci, c)| {
+                let (a, b, h) = (
+                    per_key(ci, f32_step),
+                    per_key(ci, int8_step),
+                    per_key(ci, f16_step),
+                );
+                let ratio = |x: i64| num((x as f64 / a as f64 * 100.0).round() / 100.0);
+                (
+                    c.id.to_string(),
+                    obj([
+                        ("f32_per_key", num(per_element(a, ROW))),
+                        ("int8_per_key", num(per_element(b, ROW))),
+                        ("f16_per_key", num(per_element(h, ROW))),
+                        ("int8_over_f32", ratio(b)),
+                        ("f16_over_f32", ratio(h)),
+                    ]),
+                )
+            })
+            .collect(),
+    );
     let targets = targets(&m);
     let doc = obj([
         (
@@ -923,6 +974,7 @@ fn report(dir: &Path, jobs: usize, trace: Trace) -> Result<(), String> {
         ("kernels", Json::Arr(rows.iter().map(|&i| entry(i)).collect())),
         ("prepare", Json::Arr(preps.iter().map(|&i| entry(i)).collect())),
         ("exp_once_speedup", speedup),
+        ("reduced_kv_decoder_step", reduced_kv),
         (
             "targets",
             Json::Arr(
@@ -997,6 +1049,37 @@ fn report(dir: &Path, jobs: usize, trace: Trace) -> Result<(), String> {
         "{}; the outputs are byte-for-byte equal.\n",
         parts.join("; ")
     );
+    let _ = writeln!(
+        md,
+        "**Reduced KV caches** (decoder step, instructions per key, same run): f32 cache vs int8 vs f16:"
+    );
+    let mut parts = Vec::new();
+    for (ci, c) in CONFIGS.iter().enumerate() {
+        let (a, b, h) = (
+            per_key(ci, f32_step),
+            per_key(ci, int8_step),
+            per_key(ci, f16_step),
+        );
+        parts.push(format!(
+            "{} `{}` {} vs {} ({:.2}×) vs {} ({:.2}×)",
+            c.core,
+            c.opt,
+            decimal(a, ROW),
+            decimal(b, ROW),
+            b as f64 / a as f64,
+            decimal(h, ROW),
+            h as f64 / a as f64
+        ));
+    }
+    let _ = writeln!(
+        md,
+        "{}; a stored row of d = {} takes {} bytes in int8 (its scale included), {} in f16, {} in f32.\n",
+        parts.join("; "),
+        gen::D,
+        gen::D + 4,
+        2 * gen::D,
+        4 * gen::D
+    );
     let _ = writeln!(md, "## Targets\n");
     for t in &targets {
         let _ = writeln!(
@@ -1060,13 +1143,23 @@ fn report(dir: &Path, jobs: usize, trace: Trace) -> Result<(), String> {
         format!(
             "The empty image (runtime: vector table, start-up, input generation, stack paint/scan, report over \
              semihosting; subtracted from every row): {}. A row's flash also holds its probe's few bytes of \
-             setup (for the decoder: `KvCacheSlice::new` and the loop that pushes the first 255 tokens); \
-             the instructions and stack are the call's alone.",
+             setup (for the decoders: `KvCacheSlice::new` or `new_int8` and the loop that pushes the \
+             first 255 tokens); the instructions and stack are the call's alone.",
             empty.join("; ")
         ),
+        "The int8 and f16 decoder rows are the f32 row's probe, on the same q, keys and values, with the cache \
+         stored as int8 (one f32 scale per row) or f16 (attention-core's `Element`): the step's `push` converts the \
+         new token's key and value rows (int8: one f32 division per value), and `attend` reads every stored key \
+         and value back in registers as the products use it (int8: an integer-to-float conversion and a product \
+         per value; f16: the bit manipulation of `softmax_core::stored`, with an f32 subtraction per value for its \
+         subnormals); the Cortex-M0 does all of it in software. Their outputs are checked against an f64 \
+         reference over the keys and values as the cache reads them back (the tool's own implementation of each \
+         format's rounding), within the same 1e-6·max|v| as the f32 row; table.json's output_check also gives \
+         their error against the f32 inputs (the formats' rounding)."
+            .to_string(),
         "Cortex-M0 images run on QEMU's `microbit` (nRF51, Cortex-M0) with the SoC's SRAM raised from 16 KiB to \
          256 KiB (`-global nrf51-soc.sram-size=262144`): the f32 K and V of the tile (64 KiB) and of the decoder's \
-         cache (128 KiB) do not fit 16 KiB. Code, instruction counts and stack depth do not depend on the RAM size. \
+         cache (128 KiB; int8 34 KiB, f16 64 KiB) do not fit 16 KiB. Code, instruction counts and stack depth do not depend on the RAM size. \
          QEMU counts instructions, not cycles (no wait states, no pipeline): compare kernels with each other, not \
          with a datasheet's cycle figures."
             .to_string(),

@@ -27,8 +27,63 @@ pub enum Check {
     CrossEntropy,
     /// Attention output (d f32) of the query over the first `keys` tokens.
     Attention { keys: usize },
+    /// The same over a reduced KV cache: against the keys and values the cache stands for (each
+    /// row rounded to the format as `softmax_core::stored` documents it, here by the host's own
+    /// implementation), with the same tolerance; the error against the f32 inputs is reported.
+    AttentionStored { keys: usize, format: Kv },
     /// No output (the empty image).
     Nothing,
+}
+
+/// A reduced-precision format of the KV cache.
+#[derive(Clone, Copy, Debug)]
+pub enum Kv {
+    /// int8 with one f32 scale per row: `s = amax/127`, `q = round(x/s)` half away from zero,
+    /// read back as `q·s` (f32 arithmetic).
+    Int8,
+    /// IEEE binary16, rounded to nearest, ties to even.
+    F16,
+}
+
+impl Kv {
+    /// The format's name (attention-core's `Element::NAME`).
+    fn name(self) -> &'static str {
+        match self {
+            Kv::Int8 => "int8",
+            Kv::F16 => "f16",
+        }
+    }
+
+    /// The values a stored row stands for (what the cache reads back).
+    fn read_back(self, x: &[f32]) -> Vec<f32> {
+        match self {
+            Kv::Int8 => {
+                let amax = x.iter().fold(0.0f32, |m, &v| m.max(v.abs()));
+                let s = amax / 127.0;
+                x.iter()
+                    .map(|&v| {
+                        // f32's `round` is half away from zero; through i8, as stored.
+                        let q = if s == 0.0 {
+                            0
+                        } else {
+                            (v / s).round().clamp(-127.0, 127.0) as i8
+                        };
+                        f32::from(q) * s
+                    })
+                    .collect()
+            }
+            Kv::F16 => x.iter().map(|&v| f16_round(v)).collect(),
+        }
+    }
+}
+
+/// `x` rounded to the nearest f16 (ties to even), as an f32; `x` finite and below 65,520 in
+/// magnitude. The f16 spacing is `2^(e − 10)` for `|x|` in `[2^e, 2^(e+1))`, `e >= −14`, and
+/// `2^-24` below (the subnormals); the scaling by powers of two is exact in f64.
+fn f16_round(x: f32) -> f32 {
+    let e = ((x.to_bits() >> 23) & 0xff) as i32 - 127;
+    let ulp = 2f64.powi(e.max(-14) - 10);
+    ((x as f64 / ulp).round_ties_even() * ulp) as f32
 }
 
 /// The inputs every image generates.
@@ -190,37 +245,76 @@ pub fn check(kind: Check, inputs: &Inputs, result: &[u8]) -> Result<String, Stri
                 "loss error {el:.2e}·(1 + |loss|) (tolerance 4e-7); max gradient error {worst:.2} of the tolerance 4e-6·p + 2⁻²³·|g|"
             ))
         }
-        Check::Attention { keys } => {
-            expect_len("attention", result.len(), 4 * D)?;
-            let o = f32s(result);
-            let q: Vec<f64> = inputs.q.iter().map(|&v| v as f64).collect();
-            let mut kv = Rng::new(SEED_KV);
-            let (mut k, mut v) = ([0.0f32; D], [0.0f32; D]);
-            let mut scores = Vec::with_capacity(keys);
-            let mut vs = Vec::with_capacity(keys);
-            for _ in 0..keys {
-                kv.fill_from(&inputs.f32, &mut k);
-                kv.fill_from(&inputs.f32, &mut v);
-                let dot: f64 = q.iter().zip(&k).map(|(a, &b)| a * b as f64).sum();
-                scores.push(dot / (D as f64).sqrt());
-                vs.push(v.map(|x| x as f64));
-            }
-            let p = softmax(&scores);
-            let max_v = vs.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
-            let mut worst = 0.0f64;
-            for (i, &o) in o.iter().enumerate() {
-                let r: f64 = p.iter().zip(&vs).map(|(p, v)| p * v[i]).sum();
-                let e = (o - r).abs() / max_v;
-                if !(e <= 1e-6) {
-                    return Err(format!(
-                        "o[{i}] = {o}, f64 reference {r}: error {e:.2e}·max|v| > 1e-6"
-                    ));
-                }
-                worst = worst.max(e);
-            }
-            Ok(format!("max error {worst:.2e}·max|v| (tolerance 1e-6)"))
+        Check::Attention { keys } => attention(inputs, result, keys, None),
+        Check::AttentionStored { keys, format } => {
+            let exact = attention(inputs, result, keys, Some(format))?;
+            // The storage's rounding: the same output against the f32 inputs (not checked).
+            let (err, ..) = attention_error(inputs, result, keys, None);
+            Ok(format!(
+                "{exact} against the keys and values read back from {}; {err:.2e}·max|v| against the f32 inputs",
+                format.name()
+            ))
         }
     }
+}
+
+/// The f64 reference of the attention probes: the query over the first `keys` tokens, their
+/// keys and values as the cache reads them back (`format`) or as generated (`None`). Returns the
+/// largest error of `result` against it, relative to `max|v|` (NaN if any is NaN), with its
+/// index, the output value and the reference value there.
+fn attention_error(
+    inputs: &Inputs,
+    result: &[u8],
+    keys: usize,
+    format: Option<Kv>,
+) -> (f64, usize, f64, f64) {
+    let o = f32s(result);
+    let q: Vec<f64> = inputs.q.iter().map(|&v| v as f64).collect();
+    let mut kv = Rng::new(SEED_KV);
+    let (mut k, mut v) = ([0.0f32; D], [0.0f32; D]);
+    let mut scores = Vec::with_capacity(keys);
+    let mut vs = Vec::with_capacity(keys);
+    for _ in 0..keys {
+        kv.fill_from(&inputs.f32, &mut k);
+        kv.fill_from(&inputs.f32, &mut v);
+        let (k, v) = match format {
+            Some(f) => (f.read_back(&k), f.read_back(&v)),
+            None => (k.to_vec(), v.to_vec()),
+        };
+        let dot: f64 = q.iter().zip(&k).map(|(a, &b)| a * b as f64).sum();
+        scores.push(dot / (D as f64).sqrt());
+        vs.push(v.iter().map(|&x| x as f64).collect::<Vec<f64>>());
+    }
+    let p = softmax(&scores);
+    let max_v = vs.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+    let mut worst = (0.0f64, 0, 0.0, 0.0);
+    for (i, &o) in o.iter().enumerate() {
+        let r: f64 = p.iter().zip(&vs).map(|(p, v)| p * v[i]).sum();
+        let e = (o - r).abs() / max_v;
+        // `!(e <= worst)`: a NaN error is kept.
+        if !(e <= worst.0) && !worst.0.is_nan() {
+            worst = (e, i, o, r);
+        }
+    }
+    worst
+}
+
+/// [`Check::Attention`] (and the exact part of [`Check::AttentionStored`]): within 1e-6·max|v|
+/// of the f64 reference.
+fn attention(
+    inputs: &Inputs,
+    result: &[u8],
+    keys: usize,
+    format: Option<Kv>,
+) -> Result<String, String> {
+    expect_len("attention", result.len(), 4 * D)?;
+    let (worst, i, o, r) = attention_error(inputs, result, keys, format);
+    if !(worst <= 1e-6) {
+        return Err(format!(
+            "o[{i}] = {o}, f64 reference {r}: error {worst:.2e}·max|v| > 1e-6"
+        ));
+    }
+    Ok(format!("max error {worst:.2e}·max|v| (tolerance 1e-6)"))
 }
 
 /// The element counts the probes are built for (`gen.rs`'s constants).
