@@ -45,12 +45,15 @@ fn main() -> ExitCode {
         Some("bench") => {
             let out = io::stdout();
             let fast = args.iter().skip(1).any(|a| a == "--quick");
-            let only = if args.iter().skip(1).any(|a| a == "--quantized") {
-                bench::Only::Quantized
-            } else if args.iter().skip(1).any(|a| a == "--kv") {
-                bench::Only::KvCache
-            } else {
-                bench::Only::All
+            let flag = |f: &str| args.iter().skip(1).any(|a| a == f);
+            let only = match (flag("--quantized"), flag("--kv")) {
+                (true, true) => {
+                    eprintln!("harness bench: --quantized and --kv each run one section; give one");
+                    return ExitCode::FAILURE;
+                }
+                (true, false) => bench::Only::Quantized,
+                (false, true) => bench::Only::KvCache,
+                (false, false) => bench::Only::All,
             };
             match bench::run(&mut out.lock(), fast, only) {
                 Ok(()) => ExitCode::SUCCESS,

@@ -8,10 +8,11 @@
 //!
 //! This module knows no kernel: it detects the level, caps it, and runs closures compiled for
 //! it. The two kernels written with `core::arch` intrinsics instead of plain Rust live next to
-//! the portable code they accelerate, and ask [`level`] before they run: the f32 matrix
-//! products of [`linalg`](crate::linalg) (an AVX2 copy) and the [`fast`](crate::fast)
-//! variant's AVX2+FMA kernel. Both perform the portable code's roundings in the same order, so
-//! they too change no bit.
+//! the portable code they accelerate, and ask [`level`] before they run: the matrix products
+//! of [`linalg`](crate::linalg) (an AVX2 copy, over f32 rows and over the stored rows of
+//! [`stored`](crate::stored), converted with AVX2 and F16C exactly as the portable code
+//! converts them) and the [`fast`](crate::fast) variant's AVX2+FMA kernel. Both perform the
+//! portable code's roundings in the same order, so they too change no bit.
 //!
 //! **The level never changes a result bit.** Only the width of the machine code differs: the
 //! reductions have a fixed number of lanes combined in a fixed order, and Rust never contracts a

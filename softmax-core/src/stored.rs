@@ -194,8 +194,9 @@ pub trait Stored: Operand<f32> {
         Ok(Self::write_row(x, out))
     }
 
-    /// Stores a row already checked by [`check_row`](Self::check_row) (a value it would
-    /// reject is stored as the format's conversion gives it: ±inf, NaN or a saturated `i8`).
+    /// Stores a row already checked by [`check_row`](Self::check_row). A row it would reject
+    /// is stored as the conversions give it: ±inf or NaN in f16 and bf16; in int8 a NaN gives
+    /// `q = 0` and an infinity makes the scale infinite and every `q` 0.
     /// Writes `min(x.len(), out.len())` values.
     ///
     /// # Examples
@@ -221,10 +222,10 @@ fn all_storable(x: &[f32], ok: impl Fn(f32) -> bool) -> Result<(), Error> {
 
 impl Operand<f32> for f16 {
     type Scale = ();
-    /// Branch-free and exact for every finite f16 (the only ones a cache holds): normal
-    /// values by re-biasing the exponent, subnormals as `(2⁻¹⁴ + m·2⁻²⁴) − 2⁻¹⁴` (an exact
-    /// subtraction of normal numbers: no subnormal f32 arithmetic, which x86 cores execute
-    /// slowly). ±inf and NaN bit patterns (never stored) read as large finite values.
+    /// Exact for every f16: normal values by re-biasing the exponent, subnormals as
+    /// `(2⁻¹⁴ + m·2⁻²⁴) − 2⁻¹⁴` (an exact subtraction of normal numbers: no subnormal f32
+    /// arithmetic, which x86 cores execute slowly), ±inf as ±inf, a NaN as a quiet NaN with
+    /// its payload (what F16C's conversion gives on x86_64: the same bits at every level).
     #[inline(always)]
     fn load(self, _: ()) -> f32 {
         f16_bits_to_f32(self.to_bits())
@@ -246,7 +247,9 @@ impl Operand<f32> for f16 {
     }
 }
 
-/// The f32 value of the finite f16 with bits `h` (see [`f16`](struct@f16)'s `load`).
+/// The f32 value of the f16 with bits `h` (see [`f16`](struct@f16)'s `load`): IEEE's exact
+/// conversion, ±inf for the infinities and a quiet NaN with the payload kept for a NaN (as
+/// F16C's `vcvtph2ps` and `half`'s `to_f32` give).
 #[inline(always)]
 pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
     let h = h as u32;
@@ -255,10 +258,12 @@ pub(crate) fn f16_bits_to_f32(h: u16) -> f32 {
     let normal = o + (112 << 23);
     // A subnormal (exponent field 0): 2⁻¹⁴ + m·2⁻²⁴, less 2⁻¹⁴.
     let sub = f32::from_bits(o + (113 << 23)) - f32::from_bits(113 << 23);
-    let mag = if o & 0x0f80_0000 == 0 {
-        sub.to_bits()
-    } else {
-        normal
+    // Exponent field 31: infinity, or a NaN made quiet.
+    let special = 0x7f80_0000 | o | if o & 0x007f_e000 != 0 { 0x0040_0000 } else { 0 };
+    let mag = match o & 0x0f80_0000 {
+        0 => sub.to_bits(),
+        0x0f80_0000 => special,
+        _ => normal,
     };
     f32::from_bits(mag | sign)
 }
@@ -375,7 +380,9 @@ fn round_i8(y: f32) -> i8 {
 /// assert_eq!(row_bytes::<f16>(64), 128);
 /// ```
 pub const fn row_bytes<E: Stored>(n: usize) -> usize {
-    n * core::mem::size_of::<E>() + core::mem::size_of::<E::Scale>()
+    // Saturating: no input panics (a row that large cannot exist anyway).
+    n.saturating_mul(core::mem::size_of::<E>())
+        .saturating_add(core::mem::size_of::<E::Scale>())
 }
 
 #[cfg(test)]
@@ -383,12 +390,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn f16_read_matches_half_for_every_finite_pattern() {
+    fn f16_read_matches_half_for_every_pattern() {
+        // `half`'s software conversion (this test build has no F16C target feature): exact,
+        // infinities kept, NaNs made quiet with their payload.
         for h in 0..=u16::MAX {
             let x = f16::from_bits(h);
-            if x.is_finite() {
-                assert_eq!(x.load(()).to_bits(), x.to_f32().to_bits(), "{h:#06x}");
-            }
+            assert_eq!(x.load(()).to_bits(), x.to_f32().to_bits(), "{h:#06x}");
         }
     }
 

@@ -291,3 +291,77 @@ fn stored_products_equal_the_f32_products_over_the_read_back_values() {
         }
     }
 }
+
+/// Stored operands outside what a cache holds (f16 infinities and NaNs, int8 rows with an
+/// infinite or NaN scale, tails of every length) against the definitions: each element of
+/// `matmul_nt_stored` is `dot` over the read-back values (`Operand::load`, the portable
+/// conversion), `matmul_nn_stored` a scalar loop over them — so the AVX2 copies (F16C's
+/// conversion, the padded tails) are held to the portable semantics here too.
+#[test]
+fn stored_products_on_non_finite_operands_equal_their_definitions() {
+    use softmax_core::linalg::within;
+    use softmax_core::stored::{f16, Operand};
+    level_under_test();
+    let equal = |x: f32, y: f32| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
+    let mut seed = 31u64;
+    for k in [1usize, 3, 8, 15, 16, 17, 33] {
+        let (m, n) = (3usize, 9usize);
+        let a = values(&mut seed, m * k);
+        // f16 rows: random bit patterns, a third of them infinities or NaNs.
+        let raw = values(&mut seed, n * k);
+        let h: Vec<f16> = raw
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| match i % 7 {
+                0 => f16::from_bits(0x7c00 | ((i as u16 * 37) & 0x83ff)),
+                3 => f16::from_bits(0xfc00),
+                _ => f16::from_f32(x),
+            })
+            .collect();
+        // int8 rows with scales finite, infinite and NaN.
+        let q: Vec<i8> = raw.iter().map(|&x| (x * 30.0) as i8).collect();
+        let sc: Vec<f32> = (0..n)
+            .map(|j| match j % 3 {
+                0 => f32::INFINITY,
+                1 => f32::NAN,
+                _ => 0.5,
+            })
+            .collect();
+        let hb: Vec<f32> = h.iter().map(|u| u.load(())).collect();
+        let qb: Vec<f32> = q
+            .chunks(k)
+            .zip(&sc)
+            .flat_map(|(r, &s)| r.iter().map(move |u| u.load(s)))
+            .collect();
+        let check_nt = |c: &[f32], back: &[f32], what: &str| {
+            for i in 0..m {
+                for j in 0..n {
+                    let want = linalg::dot(&a[i * k..][..k], &back[j * k..][..k]).unwrap();
+                    assert!(equal(c[i * n + j], want), "{what} nt k={k} [{i}][{j}]");
+                }
+            }
+        };
+        let mut c = vec![0.0f32; m * n];
+        within::matmul_nt_stored(&a, &h, &[], k, &mut c);
+        check_nt(&c, &hb, "f16");
+        within::matmul_nt_stored(&a, &q, &sc, k, &mut c);
+        check_nt(&c, &qb, "int8");
+        let w = values(&mut seed, m * n);
+        let check_nn = |c: &[f32], back: &[f32], what: &str| {
+            for i in 0..m {
+                for l in 0..k {
+                    let mut want = 0.0f32;
+                    for j in 0..n {
+                        want += w[i * n + j] * back[j * k + l];
+                    }
+                    assert!(equal(c[i * k + l], want), "{what} nn k={k} [{i}][{l}]");
+                }
+            }
+        };
+        let mut c = vec![0.0f32; m * k];
+        within::matmul_nn_stored(&w, &h, &[], n, k, &mut c, false);
+        check_nn(&c, &hb, "f16");
+        within::matmul_nn_stored(&w, &q, &sc, n, k, &mut c, false);
+        check_nn(&c, &qb, "int8");
+    }
+}

@@ -24,11 +24,12 @@ use super::portable::scale;
 use crate::simd::{self, Level};
 use crate::stored::{bf16, f16, Operand};
 use core::arch::x86_64::{
-    __m128i, __m256, _mm256_add_ps, _mm256_castps256_ps128, _mm256_castsi256_ps,
-    _mm256_cvtepi32_ps, _mm256_cvtepi8_epi32, _mm256_cvtepu16_epi32, _mm256_cvtph_ps,
-    _mm256_extractf128_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_permute2f128_ps, _mm256_set1_ps,
-    _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_slli_epi32, _mm256_storeu_ps, _mm_cvtss_f32,
-    _mm_loadl_epi64, _mm_loadu_si128, _mm_movehdup_ps,
+    __m128i, __m256, _mm256_add_ps, _mm256_and_ps, _mm256_castps256_ps128, _mm256_castsi256_ps,
+    _mm256_cmpgt_epi32, _mm256_cvtepi32_ps, _mm256_cvtepi8_epi32, _mm256_cvtepu16_epi32,
+    _mm256_cvtph_ps, _mm256_extractf128_ps, _mm256_loadu_ps, _mm256_mul_ps, _mm256_permute2f128_ps,
+    _mm256_set1_epi32, _mm256_set1_ps, _mm256_setr_epi32, _mm256_setzero_ps, _mm256_shuffle_ps,
+    _mm256_slli_epi32, _mm256_storeu_ps, _mm_cvtss_f32, _mm_loadl_epi64, _mm_loadu_si128,
+    _mm_movehdup_ps,
 };
 
 /// An element type of `B` the kernels read eight at a time: f32 as it is, a stored format
@@ -159,7 +160,7 @@ pub(crate) fn store8(x: &mut [f32; 8], v: __m256) {
 fn halves<U: Lane8>(x: &[U; L], s: U::Scale) -> (__m256, __m256) {
     match x.split_first_chunk::<8>() {
         Some((lo, rest)) => match rest.first_chunk::<8>() {
-            // SAFETY: this function runs with AVX2.
+            // SAFETY: this function runs with AVX2 and F16C.
             Some(hi) => unsafe { (U::load8(lo, s), U::load8(hi, s)) },
             None => (_mm256_setzero_ps(), _mm256_setzero_ps()),
         },
@@ -170,8 +171,8 @@ fn halves<U: Lane8>(x: &[U; L], s: U::Scale) -> (__m256, __m256) {
 
 /// The last `len mod 16` values of a row, padded with zeros to a whole chunk. A padding lane
 /// adds `+0·+0 = +0` to its running sum, which changes nothing: a lane's sum starts at `+0`
-/// and round-to-nearest never makes it `−0` (a stored format's zero reads as `+0`: `+0·s`
-/// with a finite scale for int8).
+/// and round-to-nearest never makes it `−0` (`lanes` sets B's padding lanes to `+0` after
+/// their conversion, whatever the row's scale).
 #[inline(always)]
 fn padded<U: Copy + Default>(tail: &[U]) -> [U; L] {
     let mut p = [U::default(); L];
@@ -278,10 +279,17 @@ fn lanes<U: Lane8, const R: usize, const C: usize>(
     let zero = _mm256_setzero_ps();
     let mut lo = [[zero; C]; R];
     let mut hi = [[zero; C]; R];
-    let mut step = |xa: [&[f32; L]; R], xb: [&[U; L]; C]| {
+    // `keep`: in the padded last chunk, the lanes that hold values; the others of B are set to
+    // +0 after the conversion (a padding element read with a non-finite int8 scale would be
+    // NaN, where the portable loop has no such lane at all).
+    let mut step = |xa: [&[f32; L]; R], xb: [&[U; L]; C], keep: Option<(__m256, __m256)>| {
         let va = xa.map(|x| halves(x, ()));
         for (c, (xb, &sc)) in xb.iter().zip(s.iter()).enumerate() {
-            let (bl, bh) = halves(xb, sc);
+            let (mut bl, mut bh) = halves(xb, sc);
+            if let Some((ml, mh)) = keep {
+                bl = _mm256_and_ps(bl, ml);
+                bh = _mm256_and_ps(bh, mh);
+            }
             for (r, &(al, ah)) in va.iter().enumerate() {
                 lo[r][c] = _mm256_add_ps(lo[r][c], _mm256_mul_ps(al, bl));
                 hi[r][c] = _mm256_add_ps(hi[r][c], _mm256_mul_ps(ah, bh));
@@ -299,13 +307,20 @@ fn lanes<U: Lane8, const R: usize, const C: usize>(
         let xa = ac.map(|x| x.0.get(i));
         let xb = bc.map(|x| x.0.get(i));
         if let (Some(xa), Some(xb)) = (all(xa), all(xb)) {
-            step(xa, xb);
+            step(xa, xb, None);
         }
     }
     if ac.iter().any(|x| !x.1.is_empty()) {
         let pa = ac.map(|x| padded(x.1));
         let pb = bc.map(|x| padded(x.1));
-        step(pa.each_ref(), pb.each_ref());
+        let kept = bc.first().map_or(0, |x| x.1.len()) as i32;
+        let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let mask = |m: i32| _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(m), lane));
+        step(
+            pa.each_ref(),
+            pb.each_ref(),
+            Some((mask(kept), mask(kept - 8))),
+        );
     }
     let mut x = [zero; 4];
     for (r, (lo, hi)) in lo.iter().zip(hi.iter()).enumerate() {
@@ -492,7 +507,7 @@ fn columns<'a, U: Lane8 + 'a, const V: usize>(
         };
         let xv = _mm256_set1_ps(x);
         for v in 0..V {
-            // SAFETY: this function runs with AVX2.
+            // SAFETY: this function runs with AVX2 and F16C.
             let b = unsafe { U::load8(&bv[v], sc) };
             acc[v] = _mm256_add_ps(acc[v], _mm256_mul_ps(xv, b));
         }
@@ -530,7 +545,7 @@ fn columns2<'a, U: Lane8 + 'a, const V: usize>(
         };
         let (xv0, xv1) = (_mm256_set1_ps(x0), _mm256_set1_ps(x1));
         for v in 0..V {
-            // SAFETY: this function runs with AVX2.
+            // SAFETY: this function runs with AVX2 and F16C.
             let b = unsafe { U::load8(&bv[v], sc) };
             acc0[v] = _mm256_add_ps(acc0[v], _mm256_mul_ps(xv0, b));
             acc1[v] = _mm256_add_ps(acc1[v], _mm256_mul_ps(xv1, b));
