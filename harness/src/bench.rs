@@ -435,8 +435,16 @@ fn built_on_skeleton(
     let dims = Dims::new(h, h, t, t, d, d);
     let mut ours_median = [0.0f64; 2];
     let cases = [
-        (false, &typical, "q, k, v uniform in [−√3, √3): standard deviation 1, scores ≈ 1"),
-        (true, &typical, "q, k, v uniform in [−√3, √3): standard deviation 1, scores ≈ 1"),
+        (
+            false,
+            &typical,
+            "q, k, v uniform in [−√3, √3): standard deviation 1, scores ≈ 1",
+        ),
+        (
+            true,
+            &typical,
+            "q, k, v uniform in [−√3, √3): standard deviation 1, scores ≈ 1",
+        ),
         (
             false,
             &peaked,
@@ -658,16 +666,19 @@ fn kv_cache(
     ];
     // The same keys and values through `attention` (one query, no cache): the f32 rows read
     // the way the full computation reads them.
-    cs.push(ours(format!("attention over the same f32 rows, t = 1 [{level}]"), || {
-        let r = attention_core::attention(
-            Poly,
-            &dims,
-            attention_core::Qkv::new(black_box(&q), &k, &v),
-            &attention_core::Options::new(),
-            Output::new(&mut o.borrow_mut()),
-        );
-        black_box(r.ok());
-    }));
+    cs.push(ours(
+        format!("attention over the same f32 rows, t = 1 [{level}]"),
+        || {
+            let r = attention_core::attention(
+                Poly,
+                &dims,
+                attention_core::Qkv::new(black_box(&q), &k, &v),
+                &attention_core::Options::new(),
+                Output::new(&mut o.borrow_mut()),
+            );
+            black_box(r.ok());
+        },
+    ));
     for (name, b) in ["f32", "f16", "bf16", "int8"].iter().zip(&bytes) {
         cs.push(read_bytes(
             format!("read of the {name} cache's {} KiB", b.len() / 1024),

@@ -31,6 +31,13 @@ use core::arch::x86_64::{
     _mm256_slli_epi32, _mm256_storeu_ps, _mm_cvtss_f32, _mm_loadl_epi64, _mm_loadu_si128,
     _mm_movehdup_ps,
 };
+use core::arch::x86_64::{
+    __m256i, __m512, _mm256_castpd_ps, _mm256_loadu_si256, _mm512_add_ps, _mm512_castps512_ps256,
+    _mm512_castps_pd, _mm512_castsi512_ps, _mm512_cvtepi32_ps, _mm512_cvtepi8_epi32,
+    _mm512_cvtepu16_epi32, _mm512_cvtph_ps, _mm512_extractf64x4_pd, _mm512_loadu_ps,
+    _mm512_maskz_mov_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_slli_epi32,
+    _mm512_storeu_ps,
+};
 
 /// An element type of `B` the kernels read eight at a time: f32 as it is, a stored format
 /// converted in registers ([`Operand::load`] for eight values at once, bit for bit).
@@ -42,9 +49,27 @@ pub(crate) trait Lane8: Operand<f32> {
     /// The CPU must support AVX2 (callers are `#[target_feature(enable = "avx2,f16c")]` kernels,
     /// into which this is inlined).
     unsafe fn load8(x: &[Self; 8], s: Self::Scale) -> __m256;
+
+    /// Whether the kernels take the AVX-512 copies for this type where the CPU has them: int8
+    /// and bf16, whose conversions then take half the instructions (f32 keeps the AVX2 kernels,
+    /// tuned for attention's prefill; f16 measured faster with them).
+    const WIDE: bool;
+
+    /// The sixteen values `x[i].load(s)`.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F (callers are the AVX-512 copies of the kernels).
+    unsafe fn load16(x: &[Self; 16], s: Self::Scale) -> __m512;
 }
 
 impl Lane8 for f32 {
+    const WIDE: bool = false;
+    #[inline(always)]
+    unsafe fn load16(x: &[f32; 16], _: ()) -> __m512 {
+        // SAFETY: AVX-512F (the caller's contract); `x` is 16 floats, unaligned load.
+        unsafe { _mm512_loadu_ps(x.as_ptr()) }
+    }
     #[inline(always)]
     unsafe fn load8(x: &[f32; 8], _: ()) -> __m256 {
         // SAFETY: AVX2 (the caller's contract); `x` is 8 floats, `loadu` has no alignment
@@ -54,6 +79,16 @@ impl Lane8 for f32 {
 }
 
 impl Lane8 for i8 {
+    const WIDE: bool = true;
+    #[inline(always)]
+    unsafe fn load16(x: &[i8; 16], s: f32) -> __m512 {
+        // SAFETY: AVX-512F (the caller's contract); `x` is 16 bytes, read by one unaligned
+        // 128-bit load.
+        unsafe {
+            let q = _mm512_cvtepi8_epi32(_mm_loadu_si128(x.as_ptr().cast::<__m128i>()));
+            _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(s))
+        }
+    }
     /// Sign-extended to i32, converted (exact: |q| <= 127), times the row's scale: `q·s`.
     #[inline(always)]
     unsafe fn load8(x: &[i8; 8], s: f32) -> __m256 {
@@ -76,6 +111,16 @@ unsafe fn widen16<T>(x: &[T; 8]) -> core::arch::x86_64::__m256i {
 }
 
 impl Lane8 for bf16 {
+    const WIDE: bool = true;
+    #[inline(always)]
+    unsafe fn load16(x: &[bf16; 16], _: ()) -> __m512 {
+        // SAFETY: AVX-512F (the caller's contract); `x` is 16 values of 2 bytes, read by one
+        // unaligned 256-bit load.
+        unsafe {
+            let h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(x.as_ptr().cast::<__m256i>()));
+            _mm512_castsi512_ps(_mm512_slli_epi32::<16>(h))
+        }
+    }
     /// The top half of the f32's bits.
     #[inline(always)]
     unsafe fn load8(x: &[bf16; 8], _: ()) -> __m256 {
@@ -85,6 +130,15 @@ impl Lane8 for bf16 {
 }
 
 impl Lane8 for f16 {
+    // Measured slower than the AVX2 copy on Zen 4 (16.5 against 14.2 ns per key at n = 4096,
+    // d = 128: its 16-value `vcvtph2ps` is split in two there).
+    const WIDE: bool = false;
+    #[inline(always)]
+    unsafe fn load16(x: &[f16; 16], _: ()) -> __m512 {
+        // SAFETY: AVX-512F (the caller's contract; its `vcvtph2ps` on 16 values is AVX-512F);
+        // `x` is 16 values of 2 bytes, read by one unaligned 256-bit load.
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(x.as_ptr().cast::<__m256i>())) }
+    }
     /// F16C's conversion: exact for every f16 (the same value as `Operand::load`).
     #[inline(always)]
     unsafe fn load8(x: &[f16; 8], _: ()) -> __m256 {
@@ -106,9 +160,14 @@ pub(super) fn matmul_nt<U: Lane8>(
     if simd::level() < Level::Avx2 || k == 0 {
         return false;
     }
-    // SAFETY: `level` never exceeds what the CPU and the OS support: AVX2 (with F16C, which
-    // the level requires) and the YMM state.
-    unsafe { kernel_nt(a, b, s, k, c) };
+    if U::WIDE && simd::level() >= Level::Avx512 {
+        // SAFETY: the level reports AVX-512F, AVX2 and F16C and the ZMM state.
+        unsafe { kernel_nt_wide(a, b, s, k, c) };
+    } else {
+        // SAFETY: `level` never exceeds what the CPU and the OS support: AVX2 (with F16C,
+        // which the level requires) and the YMM state.
+        unsafe { kernel_nt(a, b, s, k, c) };
+    }
     true
 }
 
@@ -126,8 +185,13 @@ pub(super) fn matmul_nn<U: Lane8>(
     if simd::level() < Level::Avx2 || n == 0 || k == 0 {
         return false;
     }
-    // SAFETY: as in `matmul_nt`.
-    unsafe { kernel_nn(a, b, s, n, k, c, accumulate) };
+    if U::WIDE && simd::level() >= Level::Avx512 {
+        // SAFETY: as in `matmul_nt`.
+        unsafe { kernel_nn_wide(a, b, s, n, k, c, accumulate) };
+    } else {
+        // SAFETY: as in `matmul_nt`.
+        unsafe { kernel_nn(a, b, s, n, k, c, accumulate) };
+    }
     true
 }
 
@@ -256,15 +320,88 @@ fn spread(x: [__m256; 8]) -> [__m256; 8] {
 }
 
 /// The `R × C = 4` dot products of rows `a[r]` with rows `b[c]` (all of one length), in the
-/// order `r·C + c`. Each is `portable::dot` to the bit.
-#[target_feature(enable = "avx2,f16c")]
-#[inline]
-fn dots<U: Lane8, const R: usize, const C: usize>(
+/// order `r·C + c`. Each is `portable::dot` to the bit. Called only from the kernels (AVX2
+/// and F16C; with `W`, AVX-512F too).
+#[inline(always)]
+fn dots<U: Lane8, const R: usize, const C: usize, const W: bool>(
     a: [&[f32]; R],
     b: [&[U]; C],
     s: [U::Scale; C],
 ) -> [f32; 4] {
-    combine4(lanes::<U, R, C>(a, b, s))
+    // SAFETY: the kernels this is inlined into run with AVX2 and F16C.
+    unsafe { combine4(lanes_w::<U, R, C, W>(a, b, s)) }
+}
+
+/// [`lanes`], or with `W` its AVX-512 copy [`lanes512`] (the same bits). Called only from the
+/// kernels (AVX2 and F16C; with `W`, AVX-512F too).
+#[inline(always)]
+fn lanes_w<U: Lane8, const R: usize, const C: usize, const W: bool>(
+    a: [&[f32]; R],
+    b: [&[U]; C],
+    s: [U::Scale; C],
+) -> [__m256; 4] {
+    if W {
+        // SAFETY: `W` only in the AVX-512 copies of the kernels.
+        unsafe { lanes512::<U, R, C>(a, b, s) }
+    } else {
+        // SAFETY: the kernels run with AVX2 and F16C.
+        unsafe { lanes::<U, R, C>(a, b, s) }
+    }
+}
+
+/// [`lanes`] with one 16-lane vector per dot product: lanes `0..8` are `lanes`' `lo`, lanes
+/// `8..16` its `hi`, each the same sequence of roundings, and the first level of the lane
+/// tree adds the two halves as `lanes` does. Sixteen stored values converted per instruction.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+#[inline]
+fn lanes512<U: Lane8, const R: usize, const C: usize>(
+    a: [&[f32]; R],
+    b: [&[U]; C],
+    s: [U::Scale; C],
+) -> [__m256; 4] {
+    let mut acc = [[_mm512_setzero_ps(); C]; R];
+    let mut step = |xa: [&[f32; L]; R], xb: [&[U; L]; C], keep: u16| {
+        // SAFETY: this function runs with AVX-512F.
+        let va = xa.map(|x| unsafe { f32::load16(x, ()) });
+        for (c, (xb, &sc)) in xb.iter().zip(s.iter()).enumerate() {
+            // SAFETY: as above. Padding lanes (beyond `keep`) are set to +0 after conversion.
+            let vb = _mm512_maskz_mov_ps(keep, unsafe { U::load16(xb, sc) });
+            for (r, &av) in va.iter().enumerate() {
+                acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_mul_ps(av, vb));
+            }
+        }
+    };
+    let ac = a.map(|x| x.as_chunks::<L>());
+    let bc = b.map(|x| x.as_chunks::<L>());
+    let n = ac
+        .iter()
+        .map(|x| x.0.len())
+        .chain(bc.iter().map(|x| x.0.len()))
+        .min();
+    for i in 0..n.unwrap_or(0) {
+        let xa = ac.map(|x| x.0.get(i));
+        let xb = bc.map(|x| x.0.get(i));
+        if let (Some(xa), Some(xb)) = (all(xa), all(xb)) {
+            step(xa, xb, u16::MAX);
+        }
+    }
+    if ac.iter().any(|x| !x.1.is_empty()) {
+        let pa = ac.map(|x| padded(x.1));
+        let pb = bc.map(|x| padded(x.1));
+        let kept = bc.first().map_or(0, |x| x.1.len()).min(16) as u32;
+        let keep = ((1u32 << kept) - 1) as u16;
+        step(pa.each_ref(), pb.each_ref(), keep);
+    }
+    let mut x = [_mm256_setzero_ps(); 4];
+    for (r, acc) in acc.iter().enumerate() {
+        for (c, &v) in acc.iter().enumerate() {
+            if let Some(x) = x.get_mut(r * C + c) {
+                let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+                *x = _mm256_add_ps(_mm512_castps512_ps256(v), hi);
+            }
+        }
+    }
+    x
 }
 
 /// The lanes of the dot products of [`dots`] after the first level of their lane tree
@@ -360,124 +497,6 @@ fn row<U>(x: &[U], i: usize, k: usize) -> &[U] {
 #[inline(always)]
 fn out8(c: &mut [f32], i: usize) -> Option<&mut [f32; 8]> {
     c.get_mut(i..i.checked_add(8)?)?.try_into().ok()
-}
-
-/// `C = A·Bᵀ` (`a` `m × k`, `b` `n × k`, `c` `m × n`, `k > 0`). Pairs of rows of `A` take
-/// the rows of `B` in groups of eight: four 2 × 2 blocks (four dot products sharing their
-/// loads each), whose eight lane trees per row are then combined together
-/// ([`combine8`]) and stored as one vector; each group meets every pair of rows while it
-/// is in L1. Combining each block's four trees as soon as its products were summed left
-/// the core waiting on that dependency chain, and taking the pairs of rows outermost
-/// read attention's 32 KiB key block from L2 once per pair (the README's Speed section has the
-/// figures). The last `n mod 8` rows of `B` go two at a
-/// time; an odd last row of `A` (a single query's scores, whose keys stream from
-/// memory) takes the rows of `B` four at a time.
-#[target_feature(enable = "avx2,f16c")]
-fn kernel_nt<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [f32]) {
-    if k == 0 {
-        return;
-    }
-    let n = b.len() / k;
-    let Some(last) = n.checked_sub(1) else {
-        return;
-    };
-    let b_last = row(b, last, k);
-    let s_last = scale(sc, last);
-    let m = (a.len() / k).min(c.len() / n);
-    // Whole groups of eight rows of `B`, each against every row of `A` while it is in L1
-    // (attention's key block is 32 KiB at d = 64: it would not stay there for the
-    // next pair of rows).
-    let mut b_groups = b.chunks_exact(8 * k);
-    for (g, bg) in (&mut b_groups).enumerate() {
-        let col = 8 * g;
-        for (p, ap) in a.chunks_exact(2 * k).take(m / 2).enumerate() {
-            let (a0, a1) = ap.split_at(k);
-            let mut r0 = [_mm256_setzero_ps(); 8];
-            let mut r1 = [_mm256_setzero_ps(); 8];
-            let (r0p, _) = r0.as_chunks_mut::<2>();
-            let (r1p, _) = r1.as_chunks_mut::<2>();
-            for (i, ((u, v), bp)) in r0p
-                .iter_mut()
-                .zip(r1p.iter_mut())
-                .zip(bg.chunks_exact(2 * k))
-                .enumerate()
-            {
-                let (b0, b1) = bp.split_at(k);
-                let j = col + 2 * i;
-                let s2 = [scale(sc, j), scale(sc, j + 1)];
-                let [l00, l01, l10, l11] = lanes::<U, 2, 2>([a0, a1], [b0, b1], s2);
-                *u = [l00, l01];
-                *v = [l10, l11];
-            }
-            let i = 2 * p * n + col;
-            if let Some(x) = out8(c, i) {
-                store8(x, combine8(spread(r0)));
-            }
-            if let Some(y) = out8(c, i + n) {
-                store8(y, combine8(spread(r1)));
-            }
-        }
-    }
-    // The last `n mod 8` rows of `B` for the pairs of rows of `A`.
-    let done = n - n % 8;
-    let b_rest = b_groups.remainder();
-    let mut a_rows = a.chunks_exact(k).take(m);
-    let mut c_rows = c.chunks_exact_mut(n).take(m);
-    while let (Some(a0), Some(c0)) = (a_rows.next(), c_rows.next()) {
-        match (a_rows.next(), c_rows.next()) {
-            (Some(a1), Some(c1)) => {
-                let c0 = c0.get_mut(done..).unwrap_or(&mut []);
-                let c1 = c1.get_mut(done..).unwrap_or(&mut []);
-                let (c0p, c0r) = c0.as_chunks_mut::<2>();
-                let (c1p, c1r) = c1.as_chunks_mut::<2>();
-                let mut b_pairs = b_rest.chunks_exact(2 * k);
-                for (i, ((x, y), bp)) in c0p
-                    .iter_mut()
-                    .zip(c1p.iter_mut())
-                    .zip(&mut b_pairs)
-                    .enumerate()
-                {
-                    let (b0, b1) = bp.split_at(k);
-                    let j = done + 2 * i;
-                    let s2 = [scale(sc, j), scale(sc, j + 1)];
-                    let r = dots::<U, 2, 2>([a0, a1], [b0, b1], s2);
-                    *x = [r[0], r[1]];
-                    *y = [r[2], r[3]];
-                }
-                if let (Some(x), Some(y)) = (c0r.first_mut(), c1r.first_mut()) {
-                    let r = dots::<U, 2, 2>([a0, a1], [b_last, b_last], [s_last; 2]);
-                    *x = r[0];
-                    *y = r[2];
-                }
-            }
-            _ => {
-                // An odd last row of `A`, with every row of `B`, four at a time (a
-                // single query's scores: the keys stream from memory, and measured
-                // faster in quads than in the groups above).
-                let (cq, cr) = c0.as_chunks_mut::<4>();
-                let mut b_quads = b.chunks_exact(4 * k);
-                for (i, (x, bq)) in cq.iter_mut().zip(&mut b_quads).enumerate() {
-                    let (b01, b23) = bq.split_at(2 * k);
-                    let (b0, b1) = b01.split_at(k);
-                    let (b2, b3) = b23.split_at(k);
-                    let j = 4 * i;
-                    let s4 = [0, 1, 2, 3].map(|d| scale(sc, j + d));
-                    *x = dots::<U, 1, 4>([a0], [b0, b1, b2, b3], s4);
-                }
-                if !cr.is_empty() {
-                    let j = n - cr.len();
-                    let mut rest = b_quads.remainder().chunks_exact(k);
-                    let bs = [(); 4].map(|_| rest.next().unwrap_or(b_last));
-                    let s4 =
-                        [0, 1, 2, 3].map(|d| if j + d < n { scale(sc, j + d) } else { s_last });
-                    let r = dots::<U, 1, 4>([a0], bs, s4);
-                    for (x, &v) in cr.iter_mut().zip(r.iter()) {
-                        *x = v;
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// `c[off .. off + 8·V] += Σ_j x_j·b_j[off ..]` over the triples `(x_j, b_j, scale of b_j)` in
@@ -578,33 +597,144 @@ struct Group<'x, U: Lane8> {
 /// One row of `C` over one group of rows of `B`: 128, 64, 32, 16 or 8 columns in
 /// registers, the last `k mod 8` one at a time. 128 columns take all sixteen vector
 /// registers as running sums (LLVM spills two): a single query's value product at
-/// dv = 128 then reads each value row once instead of in two halves.
-#[target_feature(enable = "avx2,f16c")]
-#[inline]
-fn row1<U: Lane8>(c_row: &mut [f32], a_grp: &[f32], g: Group<'_, U>) {
+/// dv = 128 then reads each value row once instead of in two halves. Called only from the
+/// kernels (with `W`, the AVX-512 copies).
+#[inline(always)]
+fn row1<U: Lane8, const W: bool>(c_row: &mut [f32], a_grp: &[f32], g: Group<'_, U>) {
     let k = g.k;
     let mut off = 0;
     while off + 128 <= k {
-        columns::<U, 16>(c_row, off, group(a_grp, g));
+        cols::<U, 16, 8, W>(c_row, off, a_grp, g);
         off += 128;
     }
     while off + 64 <= k {
-        columns::<U, 8>(c_row, off, group(a_grp, g));
+        cols::<U, 8, 4, W>(c_row, off, a_grp, g);
         off += 64;
     }
     if off + 32 <= k {
-        columns::<U, 4>(c_row, off, group(a_grp, g));
+        cols::<U, 4, 2, W>(c_row, off, a_grp, g);
         off += 32;
     }
     if off + 16 <= k {
-        columns::<U, 2>(c_row, off, group(a_grp, g));
+        cols::<U, 2, 1, W>(c_row, off, a_grp, g);
         off += 16;
     }
     if off + 8 <= k {
-        columns::<U, 1>(c_row, off, group(a_grp, g));
+        cols::<U, 1, 0, W>(c_row, off, a_grp, g);
         off += 8;
     }
     rest(c_row, off, a_grp, g);
+}
+
+/// [`columns`] over `V` vectors of eight, or with `W` (and `V2 = V/2 > 0`) its AVX-512 copy
+/// [`columns512`] over `V2` vectors of sixteen: the same operations per element.
+#[inline(always)]
+fn cols<U: Lane8, const V: usize, const V2: usize, const W: bool>(
+    c_row: &mut [f32],
+    off: usize,
+    a_grp: &[f32],
+    g: Group<'_, U>,
+) {
+    if W && V2 > 0 {
+        // SAFETY: `W` only in the AVX-512 copies of the kernels.
+        unsafe { columns512::<U, V2>(c_row, off, group(a_grp, g)) }
+    } else {
+        // SAFETY: the kernels run with AVX2 and F16C.
+        unsafe { columns::<U, V>(c_row, off, group(a_grp, g)) }
+    }
+}
+
+/// `V2` vectors of sixteen of `c` from `off`, if in range.
+#[inline(always)]
+fn vectors16<const V2: usize>(c: &mut [f32], off: usize) -> Option<&mut [[f32; 16]; V2]> {
+    c.get_mut(off..)?
+        .as_chunks_mut::<16>()
+        .0
+        .first_chunk_mut::<V2>()
+}
+
+/// [`columns`] with `V2` vectors of sixteen running sums.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+#[inline]
+fn columns512<'a, U: Lane8 + 'a, const V2: usize>(
+    c: &mut [f32],
+    off: usize,
+    pairs: impl Iterator<Item = (f32, &'a [U], U::Scale)>,
+) {
+    let Some(cv) = c
+        .get_mut(off..)
+        .and_then(|c| c.as_chunks_mut::<16>().0.first_chunk_mut::<V2>())
+    else {
+        return;
+    };
+    let mut acc = [_mm512_setzero_ps(); V2];
+    for v in 0..V2 {
+        // SAFETY: this function runs with AVX-512F.
+        acc[v] = unsafe { f32::load16(&cv[v], ()) };
+    }
+    for (x, b_row, sc) in pairs {
+        let Some(bv) = b_row
+            .get(off..)
+            .and_then(|b| b.as_chunks::<16>().0.first_chunk::<V2>())
+        else {
+            continue;
+        };
+        let xv = _mm512_set1_ps(x);
+        for v in 0..V2 {
+            // SAFETY: as above.
+            let b = unsafe { U::load16(&bv[v], sc) };
+            acc[v] = _mm512_add_ps(acc[v], _mm512_mul_ps(xv, b));
+        }
+    }
+    for v in 0..V2 {
+        // SAFETY: `cv[v]` is 16 floats; unaligned store.
+        unsafe { _mm512_storeu_ps(cv[v].as_mut_ptr(), acc[v]) };
+    }
+}
+
+/// [`columns2`] with `V2` vectors of sixteen running sums per row.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+#[inline]
+fn columns2_512<'a, U: Lane8 + 'a, const V2: usize>(
+    c0: &mut [f32],
+    c1: &mut [f32],
+    off: usize,
+    pairs: impl Iterator<Item = ((f32, &'a [U], U::Scale), f32)>,
+) {
+    let (Some(cv0), Some(cv1)) = (vectors16::<V2>(c0, off), vectors16::<V2>(c1, off)) else {
+        return;
+    };
+    let mut acc0 = [_mm512_setzero_ps(); V2];
+    let mut acc1 = [_mm512_setzero_ps(); V2];
+    for v in 0..V2 {
+        // SAFETY: this function runs with AVX-512F.
+        unsafe {
+            acc0[v] = f32::load16(&cv0[v], ());
+            acc1[v] = f32::load16(&cv1[v], ());
+        }
+    }
+    for ((x0, b_row, sc), x1) in pairs {
+        let Some(bv) = b_row
+            .get(off..)
+            .and_then(|b| b.as_chunks::<16>().0.first_chunk::<V2>())
+        else {
+            continue;
+        };
+        let (xv0, xv1) = (_mm512_set1_ps(x0), _mm512_set1_ps(x1));
+        for v in 0..V2 {
+            // SAFETY: as above.
+            let b = unsafe { U::load16(&bv[v], sc) };
+            acc0[v] = _mm512_add_ps(acc0[v], _mm512_mul_ps(xv0, b));
+            acc1[v] = _mm512_add_ps(acc1[v], _mm512_mul_ps(xv1, b));
+        }
+    }
+    for v in 0..V2 {
+        // SAFETY: `cv0[v]`, `cv1[v]` are 16 floats each; unaligned stores.
+        unsafe {
+            _mm512_storeu_ps(cv0[v].as_mut_ptr(), acc0[v]);
+            _mm512_storeu_ps(cv1[v].as_mut_ptr(), acc1[v]);
+        }
+    }
 }
 
 /// Columns `off..` of a row of `C` (fewer than 8), one at a time.
@@ -621,10 +751,10 @@ fn rest<U: Lane8>(c_row: &mut [f32], off: usize, a_grp: &[f32], g: Group<'_, U>)
 }
 
 /// Two rows of `C` over one group of rows of `B`: 32, 16 or 8 columns of each in
-/// registers ([`columns2`]), the last `k mod 8` one at a time.
-#[target_feature(enable = "avx2,f16c")]
-#[inline]
-fn row2<U: Lane8>(
+/// registers ([`columns2`], or with `W` [`columns2_512`]), the last `k mod 8` one at a time.
+/// Called only from the kernels.
+#[inline(always)]
+fn row2<U: Lane8, const W: bool>(
     (c0, c1): (&mut [f32], &mut [f32]),
     a0_grp: &[f32],
     a1_grp: &[f32],
@@ -633,16 +763,25 @@ fn row2<U: Lane8>(
     let k = g.k;
     let pairs = || group(a0_grp, g).zip(a1_grp.iter().copied());
     let mut off = 0;
+    // SAFETY (each block): the kernels run with AVX2 and F16C, and with `W` AVX-512F.
     while off + 32 <= k {
-        columns2::<U, 4>(c0, c1, off, pairs());
+        if W {
+            unsafe { columns2_512::<U, 2>(c0, c1, off, pairs()) };
+        } else {
+            unsafe { columns2::<U, 4>(c0, c1, off, pairs()) };
+        }
         off += 32;
     }
     if off + 16 <= k {
-        columns2::<U, 2>(c0, c1, off, pairs());
+        if W {
+            unsafe { columns2_512::<U, 1>(c0, c1, off, pairs()) };
+        } else {
+            unsafe { columns2::<U, 2>(c0, c1, off, pairs()) };
+        }
         off += 16;
     }
     if off + 8 <= k {
-        columns2::<U, 1>(c0, c1, off, pairs());
+        unsafe { columns2::<U, 1>(c0, c1, off, pairs()) };
         off += 8;
     }
     rest(c0, off, a0_grp, g);
@@ -672,59 +811,189 @@ fn group<'x, U: Lane8>(
 /// `n, k > 0`): `linalg::matmul_nn`'s walk (groups of 64 rows of `B` outermost), two rows of
 /// `C` at a time with 32, 16 or 8 columns of each in registers ([`row2`]), an odd last row
 /// with 128, 64, 32, 16 or 8 ([`row1`]), and the last `k mod 8` columns one at a time.
-#[target_feature(enable = "avx2,f16c")]
-fn kernel_nn<U: Lane8>(
-    a: &[f32],
-    b: &[U],
-    sc: &[U::Scale],
-    n: usize,
-    k: usize,
-    c: &mut [f32],
-    accumulate: bool,
-) {
-    if !accumulate {
-        c.fill(0.0);
-    }
-    if n == 0 || k == 0 {
-        return;
-    }
-    let mut b_rest = b;
-    let mut j0 = 0;
-    while j0 < n {
-        let rows = GROUP.min(n - j0);
-        let Some((b_grp, b_next)) = rows
-            .checked_mul(k)
-            .and_then(|len| b_rest.split_at_checked(len))
-        else {
-            return;
-        };
-        b_rest = b_next;
-        let g = Group {
-            b: b_grp,
-            s: sc.get(j0..).unwrap_or(&[]),
-            k,
-        };
-        // Two rows of `C` at a time (each load of `B` serves both), then an odd last one;
-        // walked with checked splits (no division).
-        let (mut a_rest, mut c_rest) = (a, &mut *c);
-        while let (Some((a0, a_next)), Some((c0, c_next))) = (
-            a_rest.split_at_checked(n),
-            core::mem::take(&mut c_rest).split_at_mut_checked(k),
-        ) {
-            let a0 = a0.get(j0..j0 + rows).unwrap_or(&[]);
-            match (a_next.split_at_checked(n), c_next.split_at_mut_checked(k)) {
-                (Some((a1, a_after)), Some((c1, c_after))) => {
-                    let a1 = a1.get(j0..j0 + rows).unwrap_or(&[]);
-                    row2((c0, c1), a0, a1, g);
-                    a_rest = a_after;
-                    c_rest = c_after;
+/// The two products as two copies each: `avx2,f16c` (every element type) and, for the stored
+/// formats on CPUs with AVX-512F, `avx512f,avx2,f16c`, whose inner loops convert and multiply
+/// sixteen values per instruction ([`lanes512`], [`columns512`]): the same operations per
+/// element in the same order, so the same bits.
+macro_rules! kernels {
+    ($feat:literal, $nt:ident, $nn:ident, $w:literal) => {
+        /// `C = A·Bᵀ` (`a` `m × k`, `b` `n × k`, `c` `m × n`, `k > 0`). Pairs of rows of `A` take
+        /// the rows of `B` in groups of eight: four 2 × 2 blocks (four dot products sharing their
+        /// loads each), whose eight lane trees per row are then combined together
+        /// ([`combine8`]) and stored as one vector; each group meets every pair of rows while it
+        /// is in L1. Combining each block's four trees as soon as its products were summed left
+        /// the core waiting on that dependency chain, and taking the pairs of rows outermost
+        /// read attention's 32 KiB key block from L2 once per pair (the README's Speed section has the
+        /// figures). The last `n mod 8` rows of `B` go two at a
+        /// time; an odd last row of `A` (a single query's scores, whose keys stream from
+        /// memory) takes the rows of `B` four at a time.
+        #[target_feature(enable = $feat)]
+        fn $nt<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [f32]) {
+            if k == 0 {
+                return;
+            }
+            let n = b.len() / k;
+            let Some(last) = n.checked_sub(1) else {
+                return;
+            };
+            let b_last = row(b, last, k);
+            let s_last = scale(sc, last);
+            let m = (a.len() / k).min(c.len() / n);
+            // Whole groups of eight rows of `B`, each against every row of `A` while it is in L1
+            // (attention's key block is 32 KiB at d = 64: it would not stay there for the
+            // next pair of rows).
+            let mut b_groups = b.chunks_exact(8 * k);
+            for (g, bg) in (&mut b_groups).enumerate() {
+                let col = 8 * g;
+                for (p, ap) in a.chunks_exact(2 * k).take(m / 2).enumerate() {
+                    let (a0, a1) = ap.split_at(k);
+                    let mut r0 = [_mm256_setzero_ps(); 8];
+                    let mut r1 = [_mm256_setzero_ps(); 8];
+                    let (r0p, _) = r0.as_chunks_mut::<2>();
+                    let (r1p, _) = r1.as_chunks_mut::<2>();
+                    for (i, ((u, v), bp)) in r0p
+                        .iter_mut()
+                        .zip(r1p.iter_mut())
+                        .zip(bg.chunks_exact(2 * k))
+                        .enumerate()
+                    {
+                        let (b0, b1) = bp.split_at(k);
+                        let j = col + 2 * i;
+                        let s2 = [scale(sc, j), scale(sc, j + 1)];
+                        let [l00, l01, l10, l11] = lanes_w::<U, 2, 2, $w>([a0, a1], [b0, b1], s2);
+                        *u = [l00, l01];
+                        *v = [l10, l11];
+                    }
+                    let i = 2 * p * n + col;
+                    if let Some(x) = out8(c, i) {
+                        store8(x, combine8(spread(r0)));
+                    }
+                    if let Some(y) = out8(c, i + n) {
+                        store8(y, combine8(spread(r1)));
+                    }
                 }
-                _ => {
-                    row1(c0, a0, g);
-                    a_rest = &[];
+            }
+            // The last `n mod 8` rows of `B` for the pairs of rows of `A`.
+            let done = n - n % 8;
+            let b_rest = b_groups.remainder();
+            let mut a_rows = a.chunks_exact(k).take(m);
+            let mut c_rows = c.chunks_exact_mut(n).take(m);
+            while let (Some(a0), Some(c0)) = (a_rows.next(), c_rows.next()) {
+                match (a_rows.next(), c_rows.next()) {
+                    (Some(a1), Some(c1)) => {
+                        let c0 = c0.get_mut(done..).unwrap_or(&mut []);
+                        let c1 = c1.get_mut(done..).unwrap_or(&mut []);
+                        let (c0p, c0r) = c0.as_chunks_mut::<2>();
+                        let (c1p, c1r) = c1.as_chunks_mut::<2>();
+                        let mut b_pairs = b_rest.chunks_exact(2 * k);
+                        for (i, ((x, y), bp)) in c0p
+                            .iter_mut()
+                            .zip(c1p.iter_mut())
+                            .zip(&mut b_pairs)
+                            .enumerate()
+                        {
+                            let (b0, b1) = bp.split_at(k);
+                            let j = done + 2 * i;
+                            let s2 = [scale(sc, j), scale(sc, j + 1)];
+                            let r = dots::<U, 2, 2, $w>([a0, a1], [b0, b1], s2);
+                            *x = [r[0], r[1]];
+                            *y = [r[2], r[3]];
+                        }
+                        if let (Some(x), Some(y)) = (c0r.first_mut(), c1r.first_mut()) {
+                            let r = dots::<U, 2, 2, $w>([a0, a1], [b_last, b_last], [s_last; 2]);
+                            *x = r[0];
+                            *y = r[2];
+                        }
+                    }
+                    _ => {
+                        // An odd last row of `A`, with every row of `B`, four at a time (a
+                        // single query's scores: the keys stream from memory, and measured
+                        // faster in quads than in the groups above).
+                        let (cq, cr) = c0.as_chunks_mut::<4>();
+                        let mut b_quads = b.chunks_exact(4 * k);
+                        for (i, (x, bq)) in cq.iter_mut().zip(&mut b_quads).enumerate() {
+                            let (b01, b23) = bq.split_at(2 * k);
+                            let (b0, b1) = b01.split_at(k);
+                            let (b2, b3) = b23.split_at(k);
+                            let j = 4 * i;
+                            let s4 = [0, 1, 2, 3].map(|d| scale(sc, j + d));
+                            *x = dots::<U, 1, 4, $w>([a0], [b0, b1, b2, b3], s4);
+                        }
+                        if !cr.is_empty() {
+                            let j = n - cr.len();
+                            let mut rest = b_quads.remainder().chunks_exact(k);
+                            let bs = [(); 4].map(|_| rest.next().unwrap_or(b_last));
+                            let s4 =
+                                [0, 1, 2, 3]
+                                    .map(|d| if j + d < n { scale(sc, j + d) } else { s_last });
+                            let r = dots::<U, 1, 4, $w>([a0], bs, s4);
+                            for (x, &v) in cr.iter_mut().zip(r.iter()) {
+                                *x = v;
+                            }
+                        }
+                    }
                 }
             }
         }
-        j0 += rows;
-    }
+
+        #[target_feature(enable = $feat)]
+        fn $nn<U: Lane8>(
+            a: &[f32],
+            b: &[U],
+            sc: &[U::Scale],
+            n: usize,
+            k: usize,
+            c: &mut [f32],
+            accumulate: bool,
+        ) {
+            if !accumulate {
+                c.fill(0.0);
+            }
+            if n == 0 || k == 0 {
+                return;
+            }
+            let mut b_rest = b;
+            let mut j0 = 0;
+            while j0 < n {
+                let rows = GROUP.min(n - j0);
+                let Some((b_grp, b_next)) = rows
+                    .checked_mul(k)
+                    .and_then(|len| b_rest.split_at_checked(len))
+                else {
+                    return;
+                };
+                b_rest = b_next;
+                let g = Group {
+                    b: b_grp,
+                    s: sc.get(j0..).unwrap_or(&[]),
+                    k,
+                };
+                // Two rows of `C` at a time (each load of `B` serves both), then an odd last one;
+                // walked with checked splits (no division).
+                let (mut a_rest, mut c_rest) = (a, &mut *c);
+                while let (Some((a0, a_next)), Some((c0, c_next))) = (
+                    a_rest.split_at_checked(n),
+                    core::mem::take(&mut c_rest).split_at_mut_checked(k),
+                ) {
+                    let a0 = a0.get(j0..j0 + rows).unwrap_or(&[]);
+                    match (a_next.split_at_checked(n), c_next.split_at_mut_checked(k)) {
+                        (Some((a1, a_after)), Some((c1, c_after))) => {
+                            let a1 = a1.get(j0..j0 + rows).unwrap_or(&[]);
+                            row2::<U, $w>((c0, c1), a0, a1, g);
+                            a_rest = a_after;
+                            c_rest = c_after;
+                        }
+                        _ => {
+                            row1::<U, $w>(c0, a0, g);
+                            a_rest = &[];
+                        }
+                    }
+                }
+                j0 += rows;
+            }
+        }
+    };
 }
+
+kernels!("avx2,f16c", kernel_nt, kernel_nn, false);
+kernels!("avx512f,avx2,f16c", kernel_nt_wide, kernel_nn_wide, true);
