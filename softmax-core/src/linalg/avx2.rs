@@ -21,8 +21,8 @@
 #![allow(unsafe_code)]
 
 use super::portable::scale;
+use super::Operand;
 use crate::simd::{self, Level};
-use crate::stored::{bf16, f16, Operand};
 use core::arch::x86_64::{
     __m128i, __m256, _mm256_add_ps, _mm256_and_ps, _mm256_castps256_ps128, _mm256_castsi256_ps,
     _mm256_cmpgt_epi32, _mm256_cvtepi32_ps, _mm256_cvtepi8_epi32, _mm256_cvtepu16_epi32,
@@ -38,6 +38,7 @@ use core::arch::x86_64::{
     _mm512_maskz_mov_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_slli_epi32,
     _mm512_storeu_ps,
 };
+use half::{bf16, f16};
 
 /// An element type of `B` the kernels read eight at a time: f32 as it is, a stored format
 /// converted in registers ([`Operand::load`] for eight values at once, bit for bit).

@@ -53,11 +53,12 @@
 
 #[cfg(softmax_dispatch)]
 pub(crate) mod avx2;
+mod operand;
 mod portable;
 pub mod within;
 
-#[cfg(not(softmax_dispatch))]
-use crate::stored::Operand;
+pub use operand::Operand;
+
 #[cfg(softmax_dispatch)]
 use avx2::Lane8;
 

@@ -5,10 +5,10 @@
 
 #![forbid(unsafe_code)]
 
+use super::Operand;
 use crate::chunks::{chunks, chunks_mut};
 use crate::float::Float;
 use crate::kernel::{tree, LANES, LANE_PARALLEL};
-use crate::stored::Operand;
 
 /// Combines `LANES` lanes pairwise (lane `l` with `l + LANES/2`, then again): the skeleton's
 /// lane tree with `+`.

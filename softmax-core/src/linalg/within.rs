@@ -28,8 +28,8 @@
 #![forbid(unsafe_code)]
 
 use super::portable;
+use super::Operand;
 use crate::float::Float;
-use crate::stored::Operand;
 
 /// `Σ a_i·b_i` over the common length of `a` and `b`, as [`linalg::dot`](super::dot).
 ///
