@@ -118,9 +118,9 @@ impl<E: Element<Float = f32>> Reduced<E> {
     }
 }
 
-/// The attention distribution of query head `h` (query `q`, at position `pos`) over the cached
-/// slots `slots` (slot, position), in float64: softmax of `q·k/√D − slope·distance`.
-fn distribution(
+/// The scores (attention logits) of query head `h` (query `q`, at position `pos`) over the
+/// cached slots `slots` (slot, position), in float64: `q·k/√D − slope·distance`.
+fn scores(
     q: &[f32],
     keys: &[[f32; D]],
     h: usize,
@@ -130,7 +130,7 @@ fn distribution(
     let g = h / (H / HKV);
     let slope = alibi_slope::<f64>(H, h);
     let scale = 1.0 / (D as f64).sqrt();
-    let s: Vec<f64> = slots
+    slots
         .iter()
         .map(|&(slot, p)| {
             let k = &keys[g * CAP + slot];
@@ -141,19 +141,13 @@ fn distribution(
                 .sum();
             scale * dot - slope * (pos - p) as f64
         })
-        .collect();
-    let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let z: f64 = s.iter().map(|x| (x - m).exp()).sum();
-    s.iter().map(|x| (x - m).exp() / z).collect()
+        .collect()
 }
 
-/// KL(p ‖ r) in nats.
+/// KL(softmax(p) ‖ softmax(r)) in nats, by softmax-core's `kl_divergence` in float64 (which
+/// keeps the digits of near-identical rows).
 fn kl(p: &[f64], r: &[f64]) -> f64 {
-    p.iter()
-        .zip(r)
-        .filter(|(&a, _)| a > 0.0)
-        .map(|(&a, &b)| a * (a / b).ln())
-        .sum()
+    softmax_core::kl_divergence(Poly, p, r).unwrap_or(f64::NAN)
 }
 
 fn progress(done: usize, total: usize, secs: f64) {
@@ -269,10 +263,10 @@ pub fn run(out: &mut impl Write) -> std::io::Result<()> {
                 .collect();
             for h in 0..H {
                 let qh = &q[h * D..(h + 1) * D];
-                let p = distribution(qh, &keys32, h, tok, &slots);
-                let p16 = distribution(qh, &r16.keys, h, tok, &slots);
-                let pb16 = distribution(qh, &rb16.keys, h, tok, &slots);
-                let p8 = distribution(qh, &r8.keys, h, tok, &slots);
+                let p = scores(qh, &keys32, h, tok, &slots);
+                let p16 = scores(qh, &r16.keys, h, tok, &slots);
+                let pb16 = scores(qh, &rb16.keys, h, tok, &slots);
+                let p8 = scores(qh, &r8.keys, h, tok, &slots);
                 r16.kl += kl(&p, &p16);
                 rb16.kl += kl(&p, &pb16);
                 r8.kl += kl(&p, &p8);
