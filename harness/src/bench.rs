@@ -840,12 +840,14 @@ pub enum Only {
     Quantized,
     /// The decoder over each KV cache storage (`--kv`).
     KvCache,
+    /// The softmax family's tables alone (`--softmax`).
+    Softmax,
 }
 
 /// Prints the table (and writes the JSON). `fast` shortens the run to a smoke test; `only`
 /// picks the sections.
 pub fn run(out: &mut impl Write, fast: bool, only: Only) -> io::Result<()> {
-    let quantized_only = only != Only::All;
+    let softmax = matches!(only, Only::All | Only::Softmax);
     let started = Instant::now();
     let dir = bench_dir();
     std::fs::create_dir_all(&dir)?;
@@ -900,10 +902,10 @@ pub fn run(out: &mut impl Write, fast: bool, only: Only) -> io::Result<()> {
          vs ORT: onnxruntime's time / this time (> 1 = faster than onnxruntime); vs copy: this time / memory copy's"
     )?;
     let mut results = Vec::new();
-    let ops: &[Op] = if quantized_only {
-        &[]
-    } else {
+    let ops: &[Op] = if softmax {
         &[Op::Softmax, Op::LogSoftmax]
+    } else {
+        &[]
     };
     for &op in ops {
         let kernels = match op {
@@ -1023,7 +1025,7 @@ pub fn run(out: &mut impl Write, fast: bool, only: Only) -> io::Result<()> {
             }
         }
     }
-    if !quantized_only {
+    if only == Only::All {
         built_on_skeleton(out, &mut ort, &dir, fast, &mut results)?;
     }
     if matches!(only, Only::All | Only::KvCache) {

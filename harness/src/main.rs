@@ -46,14 +46,17 @@ fn main() -> ExitCode {
             let out = io::stdout();
             let fast = args.iter().skip(1).any(|a| a == "--quick");
             let flag = |f: &str| args.iter().skip(1).any(|a| a == f);
-            let only = match (flag("--quantized"), flag("--kv")) {
-                (true, true) => {
-                    eprintln!("harness bench: --quantized and --kv each run one section; give one");
+            let only = match (flag("--quantized"), flag("--kv"), flag("--softmax")) {
+                (false, false, false) => bench::Only::All,
+                (true, false, false) => bench::Only::Quantized,
+                (false, true, false) => bench::Only::KvCache,
+                (false, false, true) => bench::Only::Softmax,
+                _ => {
+                    eprintln!(
+                        "harness bench: --quantized, --kv and --softmax each run one section; give one"
+                    );
                     return ExitCode::FAILURE;
                 }
-                (true, false) => bench::Only::Quantized,
-                (false, true) => bench::Only::KvCache,
-                (false, false) => bench::Only::All,
             };
             match bench::run(&mut out.lock(), fast, only) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -99,7 +102,7 @@ fn main() -> ExitCode {
         }
         Some("-h" | "--help" | "help") => {
             println!(
-                "usage: harness [demo | conform | bench [--quick] [--quantized] | reproduce [FILE] | figures [DIR]]"
+                "usage: harness [demo | conform | bench [--quick] [--softmax | --quantized | --kv] | reproduce [FILE] | figures [DIR]]"
             );
             ExitCode::SUCCESS
         }

@@ -112,6 +112,50 @@ where
     bits
 }
 
+/// Bits of the fast variant over batches of every kind it computes apart: rows of up to 256
+/// values eight at a time (whole groups and the rows left over, a group with a row of `+inf`
+/// and one with a row of only `-inf`), one by one, and in the online pass (2^17 values and
+/// more): at the AVX2 and AVX-512 levels, its two kernels.
+fn fast_rows() -> Vec<u64> {
+    let mut bits = Vec::new();
+    let mut push = |v: &[f32]| bits.extend(v.iter().map(|x| u64::from(x.to_bits())));
+    let mut r = rng(11);
+    for &(rows_n, n) in &[
+        (27usize, 16usize),
+        (19, 256),
+        (11, 1),
+        (17, 200),
+        (9, 33),
+        (5, 257),
+        (1, 140_000),
+    ] {
+        let len = rows_n * n;
+        let mut x: Vec<f32> = (0..len)
+            .map(|i| {
+                if i % 97 == 3 {
+                    f32::NEG_INFINITY
+                } else {
+                    ((r() - 0.5) * 60.0) as f32
+                }
+            })
+            .collect();
+        if rows_n >= 16 {
+            x[3 * n + n / 2] = f32::INFINITY;
+            x[9 * n..10 * n].fill(f32::NEG_INFINITY);
+        }
+        let spec = Rows::new(n);
+        let mut y = vec![0.0f32; len];
+        let mut per_row = vec![0.0f32; rows_n];
+        softmax_core::fast::softmax(&x, &mut y, &spec).unwrap();
+        push(&y);
+        softmax_core::fast::log_softmax(&x, &mut y, &spec).unwrap();
+        push(&y);
+        softmax_core::fast::logsumexp(&x, &mut per_row, &spec).unwrap();
+        push(&per_row);
+    }
+    bits
+}
+
 /// Prefill-sized attention (GQA, causal and not, head sizes on and off the 16 lanes), whose
 /// score and value products run the hand-scheduled AVX2 copies at the AVX2 and AVX-512 levels.
 /// (The products alone are checked against their definitions, shape by shape, by
@@ -171,7 +215,7 @@ fn attention_bits() -> Vec<u64> {
     bits
 }
 
-type Everything = (Vec<(String, u64)>, Vec<u64>, Vec<u64>, Vec<u64>);
+type Everything = (Vec<(String, u64)>, Vec<u64>, Vec<u64>, Vec<u64>, Vec<u64>);
 
 fn everything() -> Everything {
     (
@@ -179,6 +223,7 @@ fn everything() -> Everything {
         long_rows::<f32>(),
         long_rows::<f64>(),
         attention_bits(),
+        fast_rows(),
     )
 }
 
@@ -223,6 +268,11 @@ fn every_level_gives_the_baseline_bits() {
         );
         assert!(base.3 == got.3, "level {}: attention differs", level.name());
         assert!(
+            base.4 == got.4,
+            "level {}: fast batches differ",
+            level.name()
+        );
+        assert!(
             base.1 == got.1,
             "level {}: f32 long rows differ",
             level.name()
@@ -237,12 +287,13 @@ fn every_level_gives_the_baseline_bits() {
     simd::set_max_level(Level::Avx512);
     println!(
         "levels compared bit for bit with the baseline: {:?}; not supported by this CPU (skipped): {:?}; \
-         {} suite digests, {} + {} long-row values",
+         {} suite digests, {} + {} long-row values, {} fast values",
         tested.iter().map(|l| l.name()).collect::<Vec<_>>(),
         skipped.iter().map(|l| l.name()).collect::<Vec<_>>(),
         base.0.len(),
         base.1.len(),
-        base.2.len()
+        base.2.len(),
+        base.4.len()
     );
     assert!(tested.len() >= 2 || detected == Level::Baseline);
 }

@@ -118,7 +118,7 @@
 #![no_std]
 // `unsafe` is confined to three x86_64 modules: `simd` (CPUID/XGETBV, calling the
 // `#[target_feature]` copies after detection), `linalg::avx2` (the loads/stores of the AVX2
-// matrix products) and `fast::avx2` (the AVX2+FMA fast kernel), and to one Arm soft-float
+// matrix products) and `fast::x86` (the AVX2+FMA and AVX-512 fast kernels), and to one Arm soft-float
 // module, `soft::thumb` (calls of the Thumb f32 add and multiply); every other module forbids
 // it.
 #![deny(unsafe_code)]

@@ -387,26 +387,38 @@ fn same(a: &[f32], b: &[f32]) -> bool {
             .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
 }
 
+/// The kernel levels this CPU runs (AVX2+FMA, AVX-512), each compared with the portable
+/// reference (`Baseline`); empty where the dispatch is not compiled (debug builds, other
+/// targets) or the CPU has neither.
+fn kernel_levels() -> Vec<Level> {
+    let detected = simd::detected();
+    let levels: Vec<Level> = [Level::Avx2, Level::Avx512]
+        .into_iter()
+        .filter(|&l| l <= detected)
+        .collect();
+    for l in [Level::Avx2, Level::Avx512] {
+        if !levels.contains(&l) {
+            println!("{l:?}: not on this CPU or not compiled in this build, not compared here");
+        }
+    }
+    levels
+}
+
+/// `ops` at `level` and at the portable reference's level, the same bits.
+fn same_at(level: Level, ops: impl Fn() -> Vec<f32>) -> bool {
+    simd::set_max_level(level);
+    assert_eq!(simd::level(), level, "the level would not run");
+    let a = ops();
+    simd::set_max_level(Level::Baseline);
+    let b = ops();
+    simd::set_max_level(Level::Avx512);
+    same(&a, &b)
+}
+
 #[test]
 fn kernel_bits_equal_the_portable_reference() {
-    // `detected()` is Baseline wherever the dispatch is not compiled (debug builds, other targets).
-    let wide = simd::detected() >= Level::Avx2;
-    if wide {
-        // `fast` takes the AVX2+FMA kernel exactly when the level is AVX2 or wider.
-        simd::set_max_level(Level::Avx512);
-        assert!(
-            simd::level() >= Level::Avx2,
-            "the AVX2+FMA kernel would not run"
-        );
-    }
-    println!(
-        "comparing the {} with the portable reference",
-        if wide {
-            "AVX2+FMA kernel"
-        } else {
-            "portable reference (no wider kernel in this build or on this CPU)"
-        }
-    );
+    let levels = kernel_levels();
+    println!("comparing the kernels at {levels:?} with the portable reference");
     let mut seed = 5u64;
     let mut lens: Vec<usize> = (1..=600).chain([1000, 4095, 4096, 4097, 8191]).collect();
     if release() {
@@ -430,18 +442,46 @@ fn kernel_bits_equal_the_portable_reference() {
             // Two rows of `n`: the batch loop too.
             let mut two = x.clone();
             two.extend(x.iter().map(|v| -v));
-            simd::set_max_level(Level::Avx512);
-            let a = all_ops(&two, n);
-            simd::set_max_level(Level::Baseline);
-            let b = all_ops(&two, n);
-            simd::set_max_level(Level::Avx512);
-            assert!(same(&a, &b), "n={n} kind={kind}");
+            for &level in &levels {
+                assert!(
+                    same_at(level, || all_ops(&two, n)),
+                    "{level:?} n={n} kind={kind}"
+                );
+            }
             cases += 1;
         }
     }
     assert_eq!(cases, lens.len() * 18);
+    // Batches of short rows (the kernels compute rows of up to 256 values eight at a time):
+    // 19 rows of every length up to 300, two groups of eight and three rows alone, the rows of
+    // every kind; in some batches a group holds a row whose maximum is not finite (a `+inf`
+    // entry, or only `-inf`), which the kernels then compute row by row.
+    for n in 1..=300 {
+        for variant in 0..3 {
+            let mut x = Vec::new();
+            for r in 0..19 {
+                let mut v = row(&mut seed, n, (r * 5 + n + variant) % 18);
+                if variant == 1 && r == 3 {
+                    v[n / 2] = f32::INFINITY;
+                }
+                if variant == 2 && r == 12 {
+                    v.fill(f32::NEG_INFINITY);
+                }
+                if variant == 2 && r == 6 {
+                    v[n - 1] = f32::NAN;
+                }
+                x.extend(v);
+            }
+            for &level in &levels {
+                assert!(
+                    same_at(level, || all_ops(&x, n)),
+                    "{level:?} batch n={n} variant={variant}"
+                );
+            }
+        }
+    }
     // Rows long enough for the kernel's non-temporal output stores (2^23 values), at output
-    // addresses of every alignment mod 32 bytes that a 4-byte float can have.
+    // addresses of every alignment mod 64 bytes that a 4-byte float can have, at every level.
     if release() {
         let n = (1 << 23) + 5;
         let x = row(&mut seed, n, 7);
@@ -449,19 +489,22 @@ fn kernel_bits_equal_the_portable_reference() {
             0 => fast::softmax(&x, y, &softmax_core::Rows::new(n)).unwrap(),
             _ => fast::log_softmax(&x, y, &softmax_core::Rows::new(n)).unwrap(),
         };
-        let mut buf = vec![0.0f32; n + 8];
+        let mut buf = vec![0.0f32; n + 16];
         for op in 0..2 {
             let mut want = vec![0.0f32; n];
             simd::set_max_level(Level::Baseline);
             run(op, &mut want);
-            simd::set_max_level(Level::Avx512);
-            for off in 0..8 {
-                run(op, &mut buf[off..off + n]);
-                assert!(
-                    same(&buf[off..off + n], &want),
-                    "long row, op {op}, offset {off}"
-                );
+            for &level in &levels {
+                simd::set_max_level(level);
+                for off in 0..16 {
+                    run(op, &mut buf[off..off + n]);
+                    assert!(
+                        same(&buf[off..off + n], &want),
+                        "long row, {level:?}, op {op}, offset {off}"
+                    );
+                }
             }
+            simd::set_max_level(Level::Avx512);
         }
     }
 }

@@ -21,7 +21,9 @@
 //! * terms with `d < −87.68` (below about 8e-39) are 0.
 //!
 //! Every fused multiply-add is correctly rounded ([`fma`]): on x86_64 CPUs with AVX2 and FMA the
-//! hardware instruction (a hand-written kernel, run at that [`simd`](crate::simd) level), everywhere else a
+//! hardware instruction (hand-written kernels at the AVX2 and the AVX-512 [`simd`](crate::simd)
+//! levels; rows of up to 256 values are computed eight at a time there, the rows side by side in
+//! the lanes of the final reductions), everywhere else a
 //! software emulation that gives the same bits (an f64 product, which is exact, and an f64 sum
 //! rounded to odd, then rounded to f32). The sums are laid out as the default kernels' are, with
 //! 16 lanes (element `i` in lane `i mod 16`; with 32, four accumulators would leave too few AVX2
@@ -66,11 +68,11 @@
 //! # Ok::<(), softmax_core::Error>(())
 //! ```
 
-// No `unsafe` here (the crate denies it); only the `avx2` child module allows it.
+// No `unsafe` here (the crate denies it); only the `x86` child module allows it.
 
-#[cfg(softmax_dispatch)]
-mod avx2;
 mod passes;
+#[cfg(softmax_dispatch)]
+mod x86;
 
 pub use passes::{exp, fma};
 
@@ -79,11 +81,11 @@ use crate::error::{check_len, Error};
 use crate::spec::{Mask, Rows};
 use passes::{row, Op, Portable};
 
-/// Runs `op` over the rows of `n` values (`n > 0`, checked): the AVX2+FMA kernel when the CPU
-/// has it, else the portable one.
+/// Runs `op` over the rows of `n` values (`n > 0`, checked): the AVX-512 or AVX2+FMA kernel
+/// when the CPU has it, else the portable one.
 fn run(op: Op, x: &[f32], y: &mut [f32], n: usize) {
     #[cfg(softmax_dispatch)]
-    if avx2::rows(op, x, y, n) {
+    if x86::rows(op, x, y, n) {
         return;
     }
     let per = if op == Op::LogSumExp { 1 } else { n };

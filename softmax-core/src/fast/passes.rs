@@ -231,7 +231,12 @@ fn online<K: Kernel>(k: K, x: &[f32]) -> Option<(f32, f32)> {
     let mut r = f32::NEG_INFINITY;
     let mut sums = k.zero();
     let mut blocks = x.chunks(LONG_BLOCK).peekable();
-    let mut bm = blocks.peek().map_or(f32::NEG_INFINITY, |b| k.max(b));
+    // A `match`, not `map_or` with a closure: the closure could stay out of line, without the
+    // kernel's target features.
+    let mut bm = match blocks.peek() {
+        Some(b) => k.max(b),
+        None => f32::NEG_INFINITY,
+    };
     while let Some(blk) = blocks.next() {
         if bm == f32::INFINITY {
             return None;
