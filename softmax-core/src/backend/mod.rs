@@ -15,6 +15,9 @@
 
 mod poly;
 pub use poly::Poly;
+/// The constants of `Poly`'s f32 ln, for the x86_64 fast kernel's copy of it on eight lanes.
+#[cfg(softmax_dispatch)]
+pub(crate) use poly::{LN2_HI_F32, LN2_LO_F32, LN_R_F32, SQRT_HALF_BITS_F32};
 
 #[cfg(feature = "libm")]
 mod libm_backend;

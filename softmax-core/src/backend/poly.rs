@@ -53,9 +53,9 @@ const LOG2E_F32: f32 = core::f32::consts::LOG2_E;
 /// mantissa bits.
 const MAGIC_F32: f32 = 12_582_912.0;
 /// ln 2 with 15 significant bits (0x3f317200), so `n · LN2_HI_F32` is exact for |n| < 512.
-const LN2_HI_F32: f32 = 0.693_145_75;
+pub(crate) const LN2_HI_F32: f32 = 0.693_145_75;
 /// ln 2 − LN2_HI_F32, rounded.
-const LN2_LO_F32: f32 = 1.428_606_8e-6;
+pub(crate) const LN2_LO_F32: f32 = 1.428_606_8e-6;
 /// Minimax q(r) for e^r ≈ 1 + r + r²·q(r) on |r| <= 0.3467; max relative error 4.3e-9.
 const EXP_Q_F32: [f32; 5] = [
     0.499_999_97,
@@ -270,10 +270,10 @@ fn exp_pow2_f32_chunk<const W: usize>(x: &[f32; W], tail: &[f32; W], s: i32) -> 
     e
 }
 
-const SQRT_HALF_BITS_F32: u32 = 0x3f35_04f3;
+pub(crate) const SQRT_HALF_BITS_F32: u32 = 0x3f35_04f3;
 /// Minimax R(z) = z·(c0 + z·(c1 + z·c2)) for 2·atanh(s) = 2s + s·R(s²), |s| <= 0.1716;
 /// relative error of the log 1.4e-9.
-const LN_R_F32: [f32; 3] = [0.666_667_76, 0.399_760_84, 0.299_254_54];
+pub(crate) const LN_R_F32: [f32; 3] = [0.666_667_76, 0.399_760_84, 0.299_254_54];
 
 fn ln_f32(x: f32) -> f32 {
     if x.is_nan() || x < 0.0 {

@@ -24,22 +24,23 @@
 #![allow(unsafe_code)]
 
 use super::passes::{exp, row, Kernel, Op, BLOCK_CHUNKS, C, CHUNK, LN2_HI, LN2_LO, LOG2E, LOW, MB};
-use crate::backend::{Backend, Poly};
+use crate::backend::{Backend, Poly, LN2_HI_F32, LN2_LO_F32, LN_R_F32, SQRT_HALF_BITS_F32};
 use crate::chunks::{chunks, chunks_mut};
 use crate::linalg::avx2::store8;
 use crate::simd::{self, Level};
 use core::arch::x86_64::{
-    __m128, __m256, __m256i, __m512, __mmask16, _mm256_add_ps, _mm256_blendv_ps, _mm256_castpd_ps,
-    _mm256_castps256_ps128, _mm256_castps_si256, _mm256_castsi256_ps, _mm256_cmpgt_epi32,
-    _mm256_div_ps, _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_loadu_ps,
-    _mm256_maskload_ps, _mm256_maskstore_ps, _mm256_max_ps, _mm256_mul_ps, _mm256_permute2f128_ps,
-    _mm256_set1_epi32, _mm256_set1_ps, _mm256_setr_epi32, _mm256_shuffle_ps, _mm256_slli_epi32,
-    _mm256_storeu_ps, _mm256_stream_ps, _mm256_sub_ps, _mm512_add_ps, _mm512_castps512_ps256,
-    _mm512_castps_pd, _mm512_castps_si512, _mm512_castsi512_ps, _mm512_extractf64x4_pd,
-    _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_loadu_ps, _mm512_mask_loadu_ps,
-    _mm512_mask_storeu_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_slli_epi32,
-    _mm512_storeu_ps, _mm512_stream_ps, _mm512_sub_ps, _mm_add_ps, _mm_cvtss_f32, _mm_max_ps,
-    _mm_movehdup_ps, _mm_movehl_ps, _mm_sfence, _mm_sub_ps,
+    __m128, __m256, __m256i, __m512, __mmask16, _mm256_add_epi32, _mm256_add_ps, _mm256_and_si256,
+    _mm256_blendv_ps, _mm256_castpd_ps, _mm256_castps256_ps128, _mm256_castps_si256,
+    _mm256_castsi256_ps, _mm256_cmpgt_epi32, _mm256_cvtepi32_ps, _mm256_div_ps,
+    _mm256_extractf128_ps, _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_loadu_ps, _mm256_maskload_ps,
+    _mm256_maskstore_ps, _mm256_max_ps, _mm256_mul_ps, _mm256_permute2f128_ps, _mm256_set1_epi32,
+    _mm256_set1_ps, _mm256_setr_epi32, _mm256_shuffle_ps, _mm256_slli_epi32, _mm256_srli_epi32,
+    _mm256_storeu_ps, _mm256_stream_ps, _mm256_sub_epi32, _mm256_sub_ps, _mm512_add_ps,
+    _mm512_castps512_ps256, _mm512_castps_pd, _mm512_castps_si512, _mm512_castsi512_ps,
+    _mm512_extractf64x4_pd, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_loadu_ps,
+    _mm512_mask_loadu_ps, _mm512_mask_storeu_ps, _mm512_max_ps, _mm512_mul_ps, _mm512_set1_ps,
+    _mm512_slli_epi32, _mm512_storeu_ps, _mm512_stream_ps, _mm512_sub_ps, _mm_add_ps,
+    _mm_cvtss_f32, _mm_max_ps, _mm_movehdup_ps, _mm_movehl_ps, _mm_sfence, _mm_sub_ps,
 };
 use core::marker::PhantomData;
 
@@ -152,19 +153,73 @@ unsafe fn eight<W: Wide>(k: X86<W>, op: Op, x: &[f32], y: &mut [f32], n: usize) 
                 mul::<W>(y, f);
             }
         }
+        // `Poly`'s ln of the eight totals side by side: the bits of eight calls.
         Op::LogSoftmax => {
-            let ts = array8(totals);
-            for (((x, y), &m), &t) in xs.into_iter().zip(chunks_mut(y, per)).zip(&ms).zip(&ts) {
-                log_out::<W>(x, y, m, <Poly as Backend<f32>>::ln(t));
+            let ls = ln8(totals);
+            for (((x, y), &m), &l) in xs.into_iter().zip(chunks_mut(y, per)).zip(&ms).zip(&ls) {
+                log_out::<W>(x, y, m, l);
             }
         }
         Op::LogSumExp => {
-            let ts = array8(totals);
-            for ((o, &m), &t) in y.iter_mut().zip(&ms).zip(&ts) {
-                *o = m + <Poly as Backend<f32>>::ln(t);
+            let ls = ln8(totals);
+            for ((o, &m), &l) in y.iter_mut().zip(&ms).zip(&ls) {
+                *o = m + l;
             }
         }
     }
+}
+
+/// `Poly`'s f32 ln of eight totals, lane by lane the bits of `<Poly as Backend<f32>>::ln`
+/// (`backend/poly.rs`): the same reduction to `2^k·m` with `m` in [√½, √2) and the same
+/// operations in the same order, on eight lanes. Its range is the positive normal numbers
+/// (every total of a row with a finite maximum is at least 1: the maximum's own term is
+/// `e^0 = 1`); a lane outside it (none, unless a NaN made the sum NaN) is computed again by the
+/// scalar function.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn ln8(x: __m256) -> [f32; 8] {
+    let ix = _mm256_castps_si256(x);
+    let iy = _mm256_add_epi32(
+        ix,
+        _mm256_set1_epi32((0x3f80_0000 - SQRT_HALF_BITS_F32) as i32),
+    );
+    let k = _mm256_sub_epi32(_mm256_srli_epi32::<23>(iy), _mm256_set1_epi32(127));
+    let m = _mm256_add_epi32(
+        _mm256_and_si256(iy, _mm256_set1_epi32(0x007f_ffff)),
+        _mm256_set1_epi32(SQRT_HALF_BITS_F32 as i32),
+    );
+    let one = _mm256_set1_ps(1.0);
+    let f = _mm256_sub_ps(_mm256_castsi256_ps(m), one);
+    let s = _mm256_div_ps(f, _mm256_add_ps(_mm256_set1_ps(2.0), f));
+    let z = _mm256_mul_ps(s, s);
+    let c = |v: f32| _mm256_set1_ps(v);
+    let r = _mm256_mul_ps(
+        z,
+        _mm256_add_ps(
+            c(LN_R_F32[0]),
+            _mm256_mul_ps(
+                z,
+                _mm256_add_ps(c(LN_R_F32[1]), _mm256_mul_ps(z, c(LN_R_F32[2]))),
+            ),
+        ),
+    );
+    let hfsq = _mm256_mul_ps(_mm256_mul_ps(c(0.5), f), f);
+    let dk = _mm256_cvtepi32_ps(k);
+    let inner = _mm256_add_ps(
+        _mm256_mul_ps(s, _mm256_add_ps(hfsq, r)),
+        _mm256_mul_ps(dk, c(LN2_LO_F32)),
+    );
+    let l = _mm256_add_ps(
+        _mm256_mul_ps(dk, c(LN2_HI_F32)),
+        _mm256_sub_ps(f, _mm256_sub_ps(hfsq, inner)),
+    );
+    let mut out = array8(l);
+    for (o, &v) in out.iter_mut().zip(&array8(x)) {
+        if !(f32::MIN_POSITIVE..f32::INFINITY).contains(&v) {
+            *o = <Poly as Backend<f32>>::ln(v);
+        }
+    }
+    out
 }
 
 /// The eight lanes of `v`.
@@ -977,5 +1032,48 @@ impl<W: Wide> Kernel for X86<W> {
     #[inline(always)]
     fn log_out(self, x: &[f32], y: &mut [f32], r: f32, l: f32) {
         unsafe { log_out::<W>(x, y, r, l) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::{ln8, Backend, Poly};
+    use crate::simd::{self, Level};
+    use core::arch::x86_64::_mm256_loadu_ps;
+
+    /// `ln8` gives `Poly`'s scalar ln bit for bit on every lane: every 61st f32 bit pattern
+    /// (zeros, subnormals, normals, infinities, NaNs of both signs), eight at a time.
+    #[test]
+    fn ln8_equals_poly_ln_lane_by_lane() {
+        if simd::detected() < Level::Avx2 {
+            std::println!("no AVX2 on this CPU: ln8 not compared");
+            return;
+        }
+        let specials = [
+            0u32,
+            0x8000_0000,
+            1,
+            0x007f_ffff,
+            0x0080_0000,
+            0x7f80_0000,
+            0x3f80_0000,
+        ];
+        let mut it = (0..=u32::MAX).step_by(61).chain(specials).peekable();
+        let mut checked = 0u64;
+        while it.peek().is_some() {
+            let x: [f32; 8] = core::array::from_fn(|_| f32::from_bits(it.next().unwrap_or(0)));
+            // SAFETY: the CPU has AVX2 (checked above); `x` is 8 floats.
+            let got = unsafe { ln8(_mm256_loadu_ps(x.as_ptr())) };
+            for (&v, &g) in x.iter().zip(&got) {
+                let want = <Poly as Backend<f32>>::ln(v);
+                assert!(
+                    g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()),
+                    "ln({v:e}): {g:e} on eight lanes, {want:e} alone"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 70_000_000);
     }
 }
