@@ -552,6 +552,124 @@ fn built_on_skeleton(
     Ok(())
 }
 
+/// The core's clock in GHz, estimated from a dependent chain of integer squarings plus one (an
+/// `imul` and an `inc`: 4 cycles a step on AMD Zen and Intel cores since Skylake; a chain the
+/// compiler cannot shorten).
+fn clock_ghz() -> f64 {
+    let steps: u64 = 1 << 27;
+    let mut best = f64::MAX;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let mut x: u64 = black_box(3);
+        for _ in 0..steps {
+            x = x.wrapping_mul(x).wrapping_add(1);
+        }
+        black_box(x);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    4.0 * steps as f64 / best / 1e9
+}
+
+/// Single-precision flops per cycle the share of peak is taken against: two 256-bit multiply
+/// and two 256-bit add pipes (AMD Zen 3 and Zen 4, at either vector width), which is also the
+/// fused multiply-add peak of those cores (two 256-bit FMA pipes). An Intel core with two
+/// 512-bit FMA units peaks at 64 with fused multiply-adds, 32 with separate ones.
+const PEAK_FLOPS_PER_CYCLE: f64 = 32.0;
+
+/// attention's two products in isolation, on the shapes attention gives them (a prefill tile of
+/// eight queries against a 128-key block, and a decoding query against 4096 keys): ns per
+/// multiply-add, GFLOP/s, and the share of [`PEAK_FLOPS_PER_CYCLE`] at the measured clock.
+fn products(
+    out: &mut impl Write,
+    fast: bool,
+    results: &mut Vec<serde_json::Value>,
+) -> io::Result<()> {
+    use softmax_core::linalg::{matmul_nn, matmul_nt};
+    let rounds = if fast { 3 } else { 11 };
+    let ghz = clock_ghz();
+    let level = simd::level().name();
+    // (label, A·Bᵀ?, m, n, k): A·Bᵀ is m × k times (n × k)ᵀ, A·B is m × n times n × k.
+    let shapes: [(&str, bool, usize, usize, usize); 4] = [
+        (
+            "scores Q·Kᵀ, prefill tile 8 × 128, d = 64",
+            true,
+            8,
+            128,
+            64,
+        ),
+        (
+            "values P·V, prefill tile 8 × 128, dv = 64",
+            false,
+            8,
+            128,
+            64,
+        ),
+        ("scores q·Kᵀ, decode 1 × 4096, d = 128", true, 1, 4096, 128),
+        ("values p·V, decode 1 × 4096, dv = 128", false, 1, 4096, 128),
+    ];
+    let mut rows_out = Vec::new();
+    for (i, &(label, nt, m, n, k)) in shapes.iter().enumerate() {
+        let a = unit_input(if nt { m * k } else { m * n }, 101 + i as u64);
+        let b = unit_input(n * k, 202 + i as u64);
+        let c = RefCell::new(vec![0.0f32; if nt { m * n } else { m * k }]);
+        let mut cs = vec![ours(
+            format!(
+                "linalg::{} [{level}]",
+                if nt { "matmul_nt" } else { "matmul_nn" }
+            ),
+            || {
+                let mut c = c.borrow_mut();
+                let r = if nt {
+                    matmul_nt(black_box(&a), black_box(&b), k, &mut c)
+                } else {
+                    matmul_nn(black_box(&a), black_box(&b), n, k, &mut c, false)
+                };
+                black_box(r.ok());
+            },
+        )];
+        let rows = sample(&mut cs, m * n * k, rounds)?;
+        drop(cs);
+        rows_out.push((label, rows));
+    }
+    writeln!(
+        out,
+        "\nattention's products in isolation (inputs with standard deviation 1; ns per multiply-add; \
+         clock {ghz:.2} GHz measured; share of {PEAK_FLOPS_PER_CYCLE:.0} f32 flops per cycle = {:.0} GFLOP/s)",
+        PEAK_FLOPS_PER_CYCLE * ghz
+    )?;
+    writeln!(
+        out,
+        "  {:<44} {:>11} {:>6} {:>9} {:>7}",
+        "product", "ns/mul-add", "±", "GFLOP/s", "peak"
+    )?;
+    for (label, rows) in &rows_out {
+        for r in rows {
+            let gflops = 2.0 / r.median;
+            let share = gflops / (PEAK_FLOPS_PER_CYCLE * ghz);
+            writeln!(
+                out,
+                "  {:<44} {:>11.4} {:>5.0}% {:>9.1} {:>6.0}%",
+                label,
+                r.median,
+                r.iqr * 100.0,
+                gflops,
+                share * 100.0
+            )?;
+            results.push(json!({
+                "op": format!("product: {label}"),
+                "contender": r.name,
+                "unit": "multiply-add",
+                "ns_per_unit": r.median,
+                "iqr_over_median": r.iqr,
+                "gflops": gflops,
+                "clock_ghz": ghz,
+                "share_of_peak": share,
+            }));
+        }
+    }
+    Ok(())
+}
+
 /// Values uniform in [−√3, √3) (mean 0, standard deviation 1: a transformer's normalised
 /// activations), SplitMix64 from `seed`.
 fn unit_input(n: usize, seed: u64) -> Vec<f32> {
@@ -1027,6 +1145,9 @@ pub fn run(out: &mut impl Write, fast: bool, only: Only) -> io::Result<()> {
     }
     if only == Only::All {
         built_on_skeleton(out, &mut ort, &dir, fast, &mut results)?;
+    }
+    if only == Only::All {
+        products(out, fast, &mut results)?;
     }
     if matches!(only, Only::All | Only::KvCache) {
         kv_cache(out, fast, &mut results)?;

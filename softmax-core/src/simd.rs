@@ -11,7 +11,7 @@
 //! the portable code they accelerate, and ask [`level`] before they run: the matrix products
 //! of [`linalg`](crate::linalg) (an AVX2 copy, over f32 rows and over the stored rows of
 //! [`stored`](crate::stored), converted with AVX2 and F16C exactly as the portable code
-//! converts them) and the [`fast`](crate::fast) variant's AVX2+FMA kernel. Both perform the
+//! converts them) and the [`fast`](crate::fast) variant's kernels (AVX2+FMA and AVX-512). Both perform the
 //! portable code's roundings in the same order, so they too change no bit.
 //!
 //! **The level never changes a result bit.** Only the width of the machine code differs: the

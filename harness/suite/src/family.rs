@@ -1225,7 +1225,7 @@ pub(crate) fn inputs<F: Elem>(ctx: &mut Ctx) {
 /// `fast::softmax`, `fast::log_softmax` and `fast::logsumexp` over every row (a batch of one row)
 /// and over the batches without masks, a 1100-value row (four whole blocks of 256 values for its
 /// sums, a partial one and a ragged end), `fast::fma` on awkward operands, and the structural errors. Its bits must equal the
-/// host's like every other case's: on the host the AVX2+FMA kernel (release builds with AVX2)
+/// host's like every other case's: on the host the AVX2+FMA or AVX-512 kernel (release builds)
 /// or the portable reference, on the microcontrollers the portable reference with its software
 /// fused multiply-add.
 pub(crate) fn fast(ctx: &mut Ctx) {

@@ -1,5 +1,5 @@
 //! The passes of the fast variant over one row, shared by its two kernels, and the portable
-//! kernel: the reference whose bits the AVX2+FMA kernel (`fast/avx2.rs`) reproduces.
+//! kernel: the reference whose bits the x86_64 kernels (`fast/x86.rs`, AVX2+FMA and AVX-512) reproduce.
 
 #![forbid(unsafe_code)]
 
@@ -151,8 +151,8 @@ pub(crate) const LONG_BLOCK: usize = 4096;
 /// moves to it (the terms stay below `e^2.5`; each move rescales the sums once).
 const REBASE: f32 = 2.5;
 
-/// The vector steps of a row, in two implementations with the same bits: [`Portable`] (the
-/// reference) and the AVX2+FMA kernel (`fast/avx2.rs`). The passes and their order live once,
+/// The vector steps of a row, in implementations with the same bits: [`Portable`] (the
+/// reference) and the x86_64 kernels (`fast/x86.rs`). The passes and their order live once,
 /// in [`row`].
 pub(crate) trait Kernel: Copy {
     /// Per-lane compensated totals.
