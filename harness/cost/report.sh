@@ -23,13 +23,14 @@
 #                 pipe (never stored) and adds up, from the first execution of `cost_mark_begin`
 #                 to the first of `cost_mark_end` (two #[inline(never)] markers around the call),
 #                 the instruction count of each block executed; minus the empty image's count;
-#                 divided by the elements of the call (row values, decoder keys, tile scores).
+#                 divided by the elements of the call (row values, decoder keys, tile scores;
+#                 multiply-adds of the dot-product probes: 128 dot products of d = 64, 8,192).
 #
 # Each probe (src/bin/*.rs) calls its kernel on fixed inputs (src/gen.rs: deterministic, reached
 # through core::hint::black_box) and prints the output over semihosting; tool/ checks it against
 # an f64 reference on the same inputs and requires the same bits in all four builds (and the
-# twice-computing int8 reference to equal softmax_s8). So every number comes from a call that ran
-# and was right. Same inputs, same toolchain, same QEMU: the same numbers on every run.
+# twice-computing int8 reference to equal softmax_s8, the hardware-FMA dot products the software
+# FMA ones). So every number comes from a call that ran and was right. Same inputs, same toolchain, same QEMU: the same numbers on every run.
 #
 # Needs (installs nothing): rustup targets thumbv7em-none-eabihf and thumbv6m-none-eabi,
 # qemu-system-arm (7.2; Debian/Ubuntu: apt-get install -y qemu-system-arm), llvm-size.

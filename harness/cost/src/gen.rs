@@ -124,6 +124,19 @@ impl Inputs {
     }
 }
 
+/// The attention tile's 128 key rows of `D` values (`k_0 … k_127` of the [`SEED_KV`] stream, as
+/// the attention-tile probe draws them, each token's value row drawn and dropped): the key rows
+/// of the dot-product probes (`out` holds [`TILE_KEYS`]·[`D`] values).
+#[inline(never)]
+pub fn tile_keys(pool: &[f32; N], out: &mut [f32]) {
+    let mut kv = Rng::new(SEED_KV);
+    let mut v = [0.0; D];
+    for k in out.chunks_exact_mut(D) {
+        kv.fill_from(pool, k);
+        kv.fill_from(pool, &mut v);
+    }
+}
+
 /// The int8 probes' quantization: input scale 1/16, β = 1 (logits over [−8, 8)), the
 /// parameters TFLM's Prepare (`S8Params::prepare(1.0 / 16.0, 1.0)`) computes:
 /// `(input_multiplier, input_left_shift, diff_min)`. With them every value of a row of 256 is

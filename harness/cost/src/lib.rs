@@ -100,6 +100,89 @@ macro_rules! row_probe {
     };
 }
 
+/// The FMA probes' dot products: `s_j = row(q, k_j)` for each key row `k_j` (`k` in rows of
+/// `d`), as many as `s` and `k` hold; `false` (nothing done) if `d = 0`.
+#[inline(always)]
+pub fn dot_rows(
+    q: &[f32],
+    k: &[f32],
+    d: usize,
+    s: &mut [f32],
+    row: impl Fn(&[f32], &[f32]) -> f32,
+) -> bool {
+    if d == 0 {
+        return false;
+    }
+    for (s, kj) in s.iter_mut().zip(k.chunks_exact(d)) {
+        *s = row(q, kj);
+    }
+    true
+}
+
+/// One dot product as a sequential chain of correctly rounded fused multiply-adds in software:
+/// `acc = softmax_core::fast::fma(q_t, k_t, acc)` for `t = 0, 1, …` from `acc = 0` (over the
+/// common length). The same bits on every target, and the same bits as the chain of hardware
+/// `vfma.f32` (both round `q_t·k_t + acc` once, to nearest).
+#[inline(always)]
+pub fn fma_chain_soft(q: &[f32], k: &[f32]) -> f32 {
+    let mut acc = 0.0;
+    for (&a, &b) in q.iter().zip(k) {
+        acc = softmax_core::fast::fma(a, b, acc);
+    }
+    acc
+}
+
+/// A whole probe of the dot-product rows: the [`TILE_KEYS`] = 128 dot products of the attention
+/// tile's query (`Inputs::q`, [`D`] = 64 values) with its 128 key rows ([`gen::tile_keys`], made in
+/// `setup`: not measured), `8192` multiply-adds. `q` (`D` values), `k` (`TILE_KEYS` rows of `D`)
+/// and `s` (`TILE_KEYS` outputs) reach the call through `black_box`; `d` is `D`, also through
+/// `black_box` (so no loop's length is known at compile time, as in a real caller); the
+/// expression says whether the call succeeded.
+///
+/// `dot_probe!(|q, k, d, s| softmax_core::linalg::matmul_nt(q, k, d, s).is_ok());`
+#[macro_export]
+macro_rules! dot_probe {
+    (|$q:ident, $k:ident, $d:ident, $s:ident| $call:expr) => {
+        static mut K: [f32; $crate::TILE_KEYS * $crate::D] = [0.0; $crate::TILE_KEYS * $crate::D];
+
+        struct P {
+            q: [f32; $crate::D],
+            k: &'static [f32],
+            s: [f32; $crate::TILE_KEYS],
+            ok: bool,
+        }
+
+        impl $crate::Probe for P {
+            fn setup(inputs: &'static $crate::Inputs) -> Self {
+                // SAFETY: the only reference ever made to K (setup runs once).
+                let k = unsafe { &mut *core::ptr::addr_of_mut!(K) };
+                $crate::gen::tile_keys(&inputs.f32, k);
+                P {
+                    q: inputs.q,
+                    k,
+                    s: [0.0; $crate::TILE_KEYS],
+                    ok: false,
+                }
+            }
+            fn run(&mut self) {
+                let $q = core::hint::black_box(&self.q[..]);
+                let $k = core::hint::black_box(self.k);
+                let $d = core::hint::black_box($crate::D);
+                let $s = core::hint::black_box(&mut self.s[..]);
+                self.ok = $call;
+            }
+            fn ok(&self) -> bool {
+                self.ok
+            }
+            fn result(&self) -> &[u8] {
+                $crate::bytes(&self.s)
+            }
+        }
+
+        $crate::probe!(P);
+    };
+}
+
 /// A whole probe of a quantized kernel: parameters made in `setup` (not measured), the int8 or
 /// int16 row in, `N` outputs of type `$out`, an `i32` scratch of `N` (for the kernels that keep
 /// their exps; unused by the others, so not `black_box`ed here: a kernel that takes it wraps it

@@ -17,7 +17,8 @@
 //! 3. parses the image's report (stack high-water mark, the kernel's `Ok`, its output bytes)
 //!    and checks the output against an f64 reference on the same inputs (`reference.rs`), the
 //!    output's bits across the four configurations (the crates promise the same bits
-//!    everywhere), the twice-computing int8 reference against `softmax_s8`, and each
+//!    everywhere), the twice-computing int8 reference against `softmax_s8`, the hardware-FMA
+//!    dot products (`dot_fma_hw`) against the software ones (`dot_fma_soft`), and each
 //!    Prepare-including image against its kernel's.
 //!
 //! Every figure is the probe's minus the `empty` image's (flash and instructions; the stack is
@@ -40,7 +41,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use json::{num, obj, str, Json};
-use reference::{Check, Kv, ROW, TILE};
+use reference::{Check, Kv, MULADDS, ROW, TILE};
 
 /// One build configuration: a core and an opt-level.
 struct Config {
@@ -263,6 +264,30 @@ const PROBES: &[Probe] = &[
         TILE,
         Check::Attention { keys: 128 },
         50,
+    ),
+    row(
+        "dot_muladd",
+        "softmax-core `linalg::matmul_nt`: 128 dot products of d = 64 (one query × 128 keys), separate multiply and add, 16 lanes, f32",
+        MULADDS,
+        // Each product's path: its rounding, ⌈64/16⌉ − 1 = 3 lane additions, 4 of the lane tree
+        // (the crate's documented (⌈k/16⌉ + 4)·u).
+        Check::Dot { roundings: 8 },
+        25,
+    ),
+    row(
+        "dot_fma_soft",
+        "the same 128 dot products, each a sequential chain of `fast::fma` (software FMA, same bits everywhere), f32",
+        MULADDS,
+        // q_0·k_0 passes through all 64 roundings of the chain.
+        Check::Dot { roundings: 64 },
+        145,
+    ),
+    row(
+        "dot_fma_hw",
+        "the same chains, hardware `vfma.f32` on the Cortex-M4F (`fast::fma` on the Cortex-M0), f32",
+        MULADDS,
+        Check::Dot { roundings: 64 },
+        145,
     ),
     Probe {
         bin: "quant_s8_prepare",
@@ -716,6 +741,8 @@ fn measure(dir: &Path, jobs: usize, trace: Trace) -> Result<Measured, String> {
         }
         let same_as = match (p.bin, p.role) {
             ("quant_s8_twice", _) => Some("quant_s8"),
+            // Both chains round each multiply-add once (hardware or software FMA).
+            ("dot_fma_hw", _) => Some("dot_fma_soft"),
             (_, Role::Prepare { of, .. }) => Some(of),
             _ => None,
         };
@@ -956,6 +983,36 @@ fn report(dir: &Path, jobs: usize, trace: Trace) -> Result<(), String> {
             })
             .collect(),
     );
+    // The dot products by multiply + add against the FMA chains: instructions per multiply-add.
+    let (muladd, fma_soft, fma_hw) = (
+        probe_index("dot_muladd"),
+        probe_index("dot_fma_soft"),
+        probe_index("dot_fma_hw"),
+    );
+    let fma = Json::Obj(
+        CONFIGS
+            .iter()
+            .enumerate()
+            .map(|(ci, c)| {
+                let (a, f, h) = (
+                    per_key(ci, muladd),
+                    per_key(ci, fma_soft),
+                    per_key(ci, fma_hw),
+                );
+                let ratio = |x: i64| num((x as f64 / a as f64 * 100.0).round() / 100.0);
+                (
+                    c.id.to_string(),
+                    obj([
+                        ("muladd_per_multiply_add", num(per_element(a, MULADDS))),
+                        ("fma_soft_per_multiply_add", num(per_element(f, MULADDS))),
+                        ("fma_hw_per_multiply_add", num(per_element(h, MULADDS))),
+                        ("fma_soft_over_muladd", ratio(f)),
+                        ("fma_hw_over_muladd", ratio(h)),
+                    ]),
+                )
+            })
+            .collect(),
+    );
     let targets = targets(&m);
     let doc = obj([
         (
@@ -975,6 +1032,7 @@ fn report(dir: &Path, jobs: usize, trace: Trace) -> Result<(), String> {
         ("prepare", Json::Arr(preps.iter().map(|&i| entry(i)).collect())),
         ("exp_once_speedup", speedup),
         ("reduced_kv_decoder_step", reduced_kv),
+        ("fma_vs_muladd", fma),
         (
             "targets",
             Json::Arr(
@@ -1005,7 +1063,8 @@ fn report(dir: &Path, jobs: usize, trace: Trace) -> Result<(), String> {
          call, counted in QEMU's execution trace between two marker functions around it (`-d in_asm,exec,nochain`: \
          each translated block's instructions listed once, each execution of a block logged; the same counts as \
          `-singlestep`'s one line per instruction), minus the same count for the empty image, divided by the \
-         elements: values of the row, keys for the decoder step, scores for the tile.\n"
+         elements: values of the row, keys for the decoder step, scores for the tile, multiply-adds for the \
+         dot products (128 dot products of d = 64: 8,192).\n"
     );
     let mut head = String::from("| kernel | elements |");
     let mut rule = String::from("|---|---:|");
@@ -1080,6 +1139,35 @@ fn report(dir: &Path, jobs: usize, trace: Trace) -> Result<(), String> {
         2 * gen::D,
         4 * gen::D
     );
+    let _ = writeln!(
+        md,
+        "**Fused multiply-add** (the 128 dot products of d = 64, instructions per multiply-add, same run): \
+         `matmul_nt` (separate multiply and add) vs sequential chains of software `fast::fma` vs chains of \
+         hardware `vfma.f32` (the Cortex-M0 has no FPU: `fast::fma` there too):"
+    );
+    let mut parts = Vec::new();
+    for (ci, c) in CONFIGS.iter().enumerate() {
+        let (a, f, h) = (
+            per_key(ci, muladd),
+            per_key(ci, fma_soft),
+            per_key(ci, fma_hw),
+        );
+        parts.push(format!(
+            "{} `{}` {} vs {} ({:.2}×) vs {} ({:.2}×)",
+            c.core,
+            c.opt,
+            decimal(a, MULADDS),
+            decimal(f, MULADDS),
+            f as f64 / a as f64,
+            decimal(h, MULADDS),
+            h as f64 / a as f64
+        ));
+    }
+    let _ = writeln!(
+        md,
+        "{}; the hardware chains' outputs are byte-for-byte equal to the software chains'.\n",
+        parts.join("; ")
+    );
     let _ = writeln!(md, "## Targets\n");
     for t in &targets {
         let _ = writeln!(
@@ -1133,12 +1221,16 @@ fn report(dir: &Path, jobs: usize, trace: Trace) -> Result<(), String> {
          f32, range ±6); int8 logits uniform over [−128, 127] with input scale 1/16 (TFLM parameters \
          multiplier 2³⁰, shift 23, diff_min −248); int16 logits uniform over the type's range with input scale \
          10/65536 (multiplier 2,147,450,880, shift 0); cross-entropy target class 17; attention q, K, V drawn \
-         from the f32 row with random signs, default scale 1/8. Pointers and lengths reach the kernel through \
+         from the f32 row with random signs, default scale 1/8; the dot-product rows take the attention \
+         tile's q and its 128 key rows. Pointers and lengths reach the kernel through \
          `core::hint::black_box`, so nothing about them is known at compile time (`harness/cost/src/gen.rs`)."
             .to_string(),
         "Every output is checked on the host against an f64 reference on the same inputs (within the \
          kernel's documented accuracy) and must have the same bits in all four builds; the twice-computing \
-         reference's output must equal `softmax_s8`'s, and each Prepare image's its kernel's."
+         reference's output must equal `softmax_s8`'s, the hardware-FMA chains' the software chains', and each \
+         Prepare image's its kernel's. A dot product is within (r + 1)·2⁻²⁴·Σ|q_t·k_t| of the f64 one, r the \
+         most roundings a product passes through: 8 for `matmul_nt` (its documented (⌈64/16⌉ + 4)·2⁻²⁴), 64 \
+         for a chain of 64 FMAs."
             .to_string(),
         format!(
             "The empty image (runtime: vector table, start-up, input generation, stack paint/scan, report over \

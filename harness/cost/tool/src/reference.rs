@@ -7,7 +7,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 use crate::gen::{
-    Inputs, Rng, CE_TARGET, D, N, S16_SCALE, S8_SCALE_RECIPROCAL, SEED_KV, TILE_KEYS,
+    tile_keys, Inputs, Rng, CE_TARGET, D, N, S16_SCALE, S8_SCALE_RECIPROCAL, SEED_KV, TILE_KEYS,
 };
 
 /// What a probe's result bytes hold and how they are checked.
@@ -31,6 +31,13 @@ pub enum Check {
     /// row rounded to the format as `softmax_core::stored` documents it, here by the host's own
     /// implementation), with the same tolerance; the error against the f32 inputs is reported.
     AttentionStored { keys: usize, format: Kv },
+    /// The dot-product probes: [`TILE_KEYS`] f32 dot products of the attention query with the
+    /// tile's key rows (d = [`D`]), each within `(roundings + 1)·2⁻²⁴·Σ|q_t·k_t|` of the f64 dot
+    /// product, `roundings` the most roundings any product passes through on its way to the
+    /// output (the classic bound is `γ_r·Σ|q_t·k_t|`, `γ_r = r·u/(1 − r·u) < (r + 1)·u` for
+    /// `r·u` this small; the extra unit also covers the f64 reference's own rounding, below
+    /// 2⁻⁴⁶·Σ|q_t·k_t|).
+    Dot { roundings: u32 },
     /// No output (the empty image).
     Nothing,
 }
@@ -245,6 +252,7 @@ pub fn check(kind: Check, inputs: &Inputs, result: &[u8]) -> Result<String, Stri
                 "loss error {el:.2e}·(1 + |loss|) (tolerance 4e-7); max gradient error {worst:.2} of the tolerance 4e-6·p + 2⁻²³·|g|"
             ))
         }
+        Check::Dot { roundings } => dot(inputs, result, roundings),
         Check::Attention { keys } => attention(inputs, result, keys, None),
         Check::AttentionStored { keys, format } => {
             let exact = attention(inputs, result, keys, Some(format))?;
@@ -317,7 +325,36 @@ fn attention(
     Ok(format!("max error {worst:.2e}·max|v| (tolerance 1e-6)"))
 }
 
+/// [`Check::Dot`]: the f64 dot products of the query with the tile's keys (`gen::tile_keys`,
+/// the products exact in f64), and the error of each output in units of `2⁻²⁴·Σ|q_t·k_t|`.
+fn dot(inputs: &Inputs, result: &[u8], roundings: u32) -> Result<String, String> {
+    expect_len("dot products", result.len(), 4 * TILE_KEYS)?;
+    let s = f32s(result);
+    let mut k = vec![0.0f32; TILE_KEYS * D];
+    tile_keys(&inputs.f32, &mut k);
+    let tol = f64::from(roundings + 1);
+    let u = 2f64.powi(-24);
+    let mut worst = 0.0f64;
+    for (j, (&s, kj)) in s.iter().zip(k.chunks_exact(D)).enumerate() {
+        let products = inputs.q.iter().zip(kj).map(|(&a, &b)| a as f64 * b as f64);
+        let exact: f64 = products.clone().sum();
+        let scale: f64 = products.map(f64::abs).sum();
+        let e = (s - exact).abs() / (u * scale);
+        if !(e <= tol) {
+            return Err(format!(
+                "s[{j}] = {s:e}, f64 reference {exact:e}: error {e:.2}·2⁻²⁴·Σ|q_t·k_t| > {tol}"
+            ));
+        }
+        worst = worst.max(e);
+    }
+    Ok(format!(
+        "max error {worst:.2}·2⁻²⁴·Σ|q_t·k_t| (tolerance {tol}, {roundings} roundings + 1)"
+    ))
+}
+
 /// The element counts the probes are built for (`gen.rs`'s constants).
 pub const ROW: u32 = N as u32;
 /// See [`ROW`].
 pub const TILE: u32 = TILE_KEYS as u32;
+/// The multiply-adds of the dot-product probes: 128 dot products of d = 64, 128 × 64 = 8192.
+pub const MULADDS: u32 = (TILE_KEYS * D) as u32;
