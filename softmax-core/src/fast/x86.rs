@@ -63,11 +63,13 @@ pub(super) fn rows(op: Op, x: &[f32], y: &mut [f32], n: usize) -> bool {
     true
 }
 
+/// The AVX2+FMA kernel (chunks of two 256-bit vectors); called only after the level check.
 #[target_feature(enable = "avx2,fma")]
 fn rows256(op: Op, x: &[f32], y: &mut [f32], n: usize) {
     kernel_rows(X86::<Y2>(PhantomData), op, x, y, n);
 }
 
+/// The AVX-512 kernel (chunks of one 512-bit vector); called only after the level check.
 #[target_feature(enable = "avx512f,avx2,fma")]
 fn rows512(op: Op, x: &[f32], y: &mut [f32], n: usize) {
     kernel_rows(X86::<Z>(PhantomData), op, x, y, n);
