@@ -1145,8 +1145,6 @@ pub fn run(out: &mut impl Write, fast: bool, only: Only) -> io::Result<()> {
     }
     if only == Only::All {
         built_on_skeleton(out, &mut ort, &dir, fast, &mut results)?;
-    }
-    if only == Only::All {
         products(out, fast, &mut results)?;
     }
     if matches!(only, Only::All | Only::KvCache) {

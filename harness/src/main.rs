@@ -5,6 +5,8 @@
 //! cargo run --release -p harness -- conform   # JSON-lines protocol of harness/CONFORMANCE.md
 //! cargo run --release -p harness -- bench     # the peer table (onnxruntime, candle, memory)
 //! cargo run --release -p harness -- bench --quantized   # only the int8/int16 softmax rows
+//! cargo run --release -p harness -- bench --kv          # only the KV-cache decode rows
+//! cargo run --release -p harness -- bench --softmax     # only the softmax family's tables
 //! ```
 
 mod bench;

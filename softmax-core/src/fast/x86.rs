@@ -13,11 +13,13 @@
 //! The same operations on the same values, so the same bits, with one tree for eight rows
 //! instead of eight short horizontal chains, and one division.
 //!
-//! `softmax-core/tests/fast.rs` (release, in CI) and `harness/tests/dispatch_levels.rs` compare
-//! both widths with the portable reference, bit for bit.
+//! `softmax-core/tests/fast.rs` (release, in CI) compares both widths with the portable
+//! reference, bit for bit, and `harness/tests/dispatch_levels.rs` (in release builds) the three
+//! levels' results.
 //!
 //! The `unsafe` of the kernels is confined to this file. The vector steps are `unsafe fn`s whose
-//! one contract is that the CPU supports their width's level; they are reached only through
+//! contract is that the CPU supports their width's level (and, for [`Wide::stream`], a 64-byte
+//! aligned destination); they are reached only through
 //! [`rows`], after [`simd::level`] has reported it (the [`Kernel`] implementation, [`X86`],
 //! exists only there). The pointer-taking intrinsics (unaligned, masked and non-temporal loads
 //! and stores) carry their own `// SAFETY:` notes.
@@ -75,6 +77,10 @@ fn rows512(op: Op, x: &[f32], y: &mut [f32], n: usize) {
     kernel_rows(X86::<Z>(PhantomData), op, x, y, n);
 }
 
+// The chunk is 16 lanes: two 256-bit or one 512-bit vector (the loads and stores below rely on
+// it).
+const _: () = assert!(CHUNK == 16, "a chunk is 16 f32 lanes");
+
 /// Rows of at most this many values (one block of the sums) go eight at a time.
 const SHORT: usize = BLOCK_CHUNKS * CHUNK;
 /// Rows per group of short rows: the eight lanes of a 256-bit vector.
@@ -119,13 +125,9 @@ unsafe fn eight<W: Wide>(k: X86<W>, op: Op, x: &[f32], y: &mut [f32], n: usize) 
     let per = if op == Op::LogSumExp { 1 } else { n };
     let xs: [&[f32]; GROUP] = core::array::from_fn(|r| x.get(r * n..(r + 1) * n).unwrap_or(&[]));
     // The maximum's tree: the first level (lanes i, i + 8) per row, the rest together.
-    let m = tree8(
-        xs.map(|x| {
-            let (a, b) = lane_max::<W>(x).halves();
-            _mm256_max_ps(a, b)
-        }),
-        |a, b| _mm256_max_ps(a, b),
-    );
+    let m = tree8(xs.map(|x| max_level8(lane_max::<W>(x))), |a, b| {
+        _mm256_max_ps(a, b)
+    });
     let ms = array8(m);
     if !ms.iter().all(|m| m.is_finite()) {
         for (x, y) in xs.into_iter().zip(chunks_mut(y, per)) {
@@ -140,13 +142,7 @@ unsafe fn eight<W: Wide>(k: X86<W>, op: Op, x: &[f32], y: &mut [f32], n: usize) 
         sum_exp(s, x, m, y, &[]);
     }
     // The sums' tree: the first level per row, the rest together; then `s + c` rounded once.
-    let (s, c) = tree8(
-        sums.map(|t| {
-            let ((s0, s1), (c0, c1)) = (t.s.halves(), t.c.halves());
-            combine((s0, c0), (s1, c1))
-        }),
-        |l, u| combine(l, u),
-    );
+    let (s, c) = tree8(sums.map(|t| sums_level8(t)), |l, u| combine(l, u));
     let totals = _mm256_add_ps(s, c);
     match op {
         Op::Softmax => {
@@ -233,17 +229,42 @@ fn array8(v: __m256) -> [f32; 8] {
     a
 }
 
-/// A lane tree's step over a pair of 8-lane vectors, lower lanes `l` and upper lanes `u`, of
-/// the compensated sums: TwoSum of the sums, its error joining the compensations (`(c_l + c_u) +
-/// e`), as `Totals::finish` and [`finish`] combine lanes.
+/// A lane tree's step of the compensated sums, at any width: lower lanes `l` and upper lanes
+/// `u` (each a sum and its compensation), TwoSum of the sums, its error joining the
+/// compensations (`(c_l + c_u) + e`), as `Totals::finish` combines lanes. [`finish`] and
+/// [`tree8`] both take their steps from here.
 ///
 /// # Safety
 ///
-/// The CPU supports AVX.
+/// The CPU supports `T`'s level.
 #[inline(always)]
-unsafe fn combine(l: (__m256, __m256), u: (__m256, __m256)) -> (__m256, __m256) {
+unsafe fn combine<T: Arith>(l: (T, T), u: (T, T)) -> (T, T) {
     let (s, e) = two_sum(l.0, u.0);
-    (s, _mm256_add_ps(_mm256_add_ps(l.1, u.1), e))
+    (s, l.1.add(u.1).add(e))
+}
+
+/// The first level of the maximum's lane tree (lanes `i` and `i + 8`, the lower first), shared
+/// by one row ([`hmax`]) and eight ([`eight`]).
+///
+/// # Safety
+///
+/// The CPU supports `W`'s level.
+#[inline(always)]
+unsafe fn max_level8<W: Wide>(m: W) -> __m256 {
+    let (m0, m1) = m.halves();
+    _mm256_max_ps(m0, m1)
+}
+
+/// The first level of the sums' lane tree (lanes `i` and `i + 8`), shared by one row
+/// ([`finish`]) and eight ([`eight`]).
+///
+/// # Safety
+///
+/// The CPU supports `W`'s level.
+#[inline(always)]
+unsafe fn sums_level8<W: Wide>(t: Sums<W>) -> (__m256, __m256) {
+    let ((s0, s1), (c0, c1)) = (t.s.halves(), t.c.halves());
+    combine((s0, c0), (s1, c1))
 }
 
 /// One 8-lane vector of each of eight rows (or a pair of them, sums and compensations), moved
@@ -684,8 +705,7 @@ unsafe fn lane_max<W: Wide>(x: &[f32]) -> W {
 /// The CPU supports `W`'s level.
 #[inline(always)]
 unsafe fn hmax<W: Wide>(m: W) -> f32 {
-    let (m0, m1) = m.halves();
-    let a = _mm256_max_ps(m0, m1);
+    let a = max_level8(m);
     let h = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
     let h = _mm_max_ps(h, _mm_movehl_ps(h, h));
     _mm_cvtss_f32(_mm_max_ps(h, _mm_movehdup_ps(h)))
@@ -706,15 +726,12 @@ struct Sums<W> {
 /// The CPU supports `W`'s level.
 #[inline(always)]
 unsafe fn finish<W: Wide>(t: Sums<W>) -> f32 {
-    let ((s0, s1), (c0, c1)) = (t.s.halves(), t.c.halves());
-    let (s, c) = combine((s0, c0), (s1, c1));
-    let (sh, ch) = (_mm256_extractf128_ps::<1>(s), _mm256_extractf128_ps::<1>(c));
-    let (s, e) = two_sum(_mm256_castps256_ps128(s), sh);
-    let c = _mm_add_ps(_mm_add_ps(_mm256_castps256_ps128(c), ch), e);
-    let (s, e) = two_sum(s, _mm_movehl_ps(s, s));
-    let c = _mm_add_ps(_mm_add_ps(c, _mm_movehl_ps(c, c)), e);
-    let (s, e) = two_sum(s, _mm_movehdup_ps(s));
-    let c = _mm_add_ps(_mm_add_ps(c, _mm_movehdup_ps(c)), e);
+    let (s, c) = sums_level8(t);
+    let lo = (_mm256_castps256_ps128(s), _mm256_castps256_ps128(c));
+    let hi = (_mm256_extractf128_ps::<1>(s), _mm256_extractf128_ps::<1>(c));
+    let (s, c) = combine(lo, hi);
+    let (s, c) = combine((s, c), (_mm_movehl_ps(s, s), _mm_movehl_ps(c, c)));
+    let (s, c) = combine((s, c), (_mm_movehdup_ps(s), _mm_movehdup_ps(c)));
     _mm_cvtss_f32(s) + _mm_cvtss_f32(c)
 }
 
@@ -1044,7 +1061,8 @@ mod tests {
     use crate::simd::{self, Level};
     use core::arch::x86_64::_mm256_loadu_ps;
 
-    /// `ln8` gives `Poly`'s scalar ln bit for bit on every lane: every 61st f32 bit pattern
+    /// `ln8` gives `Poly`'s scalar ln bit for bit on every lane: every f32 in [1, 512) (the
+    /// totals of rows of up to 256 values lie in [1, 257)), and every 61st f32 bit pattern
     /// (zeros, subnormals, normals, infinities, NaNs of both signs), eight at a time.
     #[test]
     fn ln8_equals_poly_ln_lane_by_lane() {
@@ -1061,7 +1079,11 @@ mod tests {
             0x7f80_0000,
             0x3f80_0000,
         ];
-        let mut it = (0..=u32::MAX).step_by(61).chain(specials).peekable();
+        let totals = 1.0f32.to_bits()..512.0f32.to_bits();
+        let mut it = totals
+            .chain((0..=u32::MAX).step_by(61))
+            .chain(specials)
+            .peekable();
         let mut checked = 0u64;
         while it.peek().is_some() {
             let x: [f32; 8] = core::array::from_fn(|_| f32::from_bits(it.next().unwrap_or(0)));
@@ -1076,6 +1098,6 @@ mod tests {
                 checked += 1;
             }
         }
-        assert!(checked > 70_000_000);
+        assert!(checked > 145_000_000);
     }
 }
