@@ -183,6 +183,79 @@ macro_rules! dot_probe {
     };
 }
 
+/// A whole probe of one step of attention-core's streaming causal decoder (`Cache::decode`:
+/// push the newest token's key and value, then attend with its query) on a `KvCacheSlice` of
+/// stored element `$elem` and capacity [`N`], one head, d = dv = [`D`], `Poly`, the default
+/// scale: `$make` builds the empty cache from the probe's static stores (`Result`, `$what`
+/// names it in a failure); `setup` pushes `N − 1` tokens (not measured), and the measured call
+/// pushes the last one and attends over all `N` keys. Every decoder-step probe (f32, int8, f16)
+/// uses the same q, keys and values, so their rows compare instruction for instruction per key.
+///
+/// `decoder_probe!(f32, "KvCacheSlice::new", { KvCacheSlice::new(ks, vs, 1, D, D, None) });`
+#[macro_export]
+macro_rules! decoder_probe {
+    ($elem:ty, $what:literal, $make:block) => {
+        struct P {
+            cache: attention_core::KvCacheSlice<'static, $elem>,
+            q: [f32; $crate::D],
+            k: [f32; $crate::D],
+            v: [f32; $crate::D],
+            o: [f32; $crate::D],
+            ok: bool,
+        }
+
+        impl $crate::Probe for P {
+            fn setup(inputs: &'static $crate::Inputs) -> Self {
+                let mut cache = match $make {
+                    Ok(c) => c,
+                    Err(_) => $crate::rt::fail($what),
+                };
+                let mut kv = $crate::gen::Rng::new($crate::gen::SEED_KV);
+                let (mut k, mut v) = ([0.0; $crate::D], [0.0; $crate::D]);
+                for _ in 0..$crate::N - 1 {
+                    kv.fill_from(&inputs.f32, &mut k);
+                    kv.fill_from(&inputs.f32, &mut v);
+                    if cache.push(&k, &v).is_err() {
+                        $crate::rt::fail("push");
+                    }
+                }
+                kv.fill_from(&inputs.f32, &mut k);
+                kv.fill_from(&inputs.f32, &mut v);
+                let q = inputs.q;
+                P {
+                    cache,
+                    q,
+                    k,
+                    v,
+                    o: [0.0; $crate::D],
+                    ok: false,
+                }
+            }
+            fn run(&mut self) {
+                self.ok = self
+                    .cache
+                    .decode(
+                        softmax_core::backend::Poly,
+                        core::hint::black_box(&self.q[..]),
+                        core::hint::black_box(&self.k[..]),
+                        core::hint::black_box(&self.v[..]),
+                        &attention_core::DecodeOptions::new(),
+                        attention_core::Output::new(core::hint::black_box(&mut self.o[..])),
+                    )
+                    .is_ok();
+            }
+            fn ok(&self) -> bool {
+                self.ok
+            }
+            fn result(&self) -> &[u8] {
+                $crate::bytes(&self.o)
+            }
+        }
+
+        $crate::probe!(P);
+    };
+}
+
 /// A whole probe of a quantized kernel: parameters made in `setup` (not measured), the int8 or
 /// int16 row in, `N` outputs of type `$out`, an `i32` scratch of `N` (for the kernels that keep
 /// their exps; unused by the others, so not `black_box`ed here: a kernel that takes it wraps it

@@ -6,75 +6,16 @@
 #![no_std]
 #![no_main]
 
-use core::hint::black_box;
 use core::ptr::addr_of_mut;
 
-use attention_core::{DecodeOptions, KvCacheSlice, Output};
-use softmax_core::backend::Poly;
-use softmax_cost::gen::{Rng, SEED_KV};
-use softmax_cost::rt::fail;
-use softmax_cost::{bytes, probe, Inputs, Probe, D, N};
+use attention_core::KvCacheSlice;
+use softmax_cost::{D, N};
 
 static mut K_STORE: [f32; N * D] = [0.0; N * D];
 static mut V_STORE: [f32; N * D] = [0.0; N * D];
 
-struct P {
-    cache: KvCacheSlice<'static, f32>,
-    q: [f32; D],
-    k: [f32; D],
-    v: [f32; D],
-    o: [f32; D],
-    ok: bool,
-}
-
-impl Probe for P {
-    fn setup(inputs: &'static Inputs) -> Self {
-        // SAFETY: the only references ever made to the stores (setup runs once).
-        let (ks, vs) = unsafe { (&mut *addr_of_mut!(K_STORE), &mut *addr_of_mut!(V_STORE)) };
-        let mut cache = match KvCacheSlice::new(ks, vs, 1, D, D, None) {
-            Ok(c) => c,
-            Err(_) => fail("KvCacheSlice::new"),
-        };
-        let mut kv = Rng::new(SEED_KV);
-        let (mut k, mut v) = ([0.0; D], [0.0; D]);
-        for _ in 0..N - 1 {
-            kv.fill_from(&inputs.f32, &mut k);
-            kv.fill_from(&inputs.f32, &mut v);
-            if cache.push(&k, &v).is_err() {
-                fail("push");
-            }
-        }
-        kv.fill_from(&inputs.f32, &mut k);
-        kv.fill_from(&inputs.f32, &mut v);
-        let q = inputs.q;
-        P {
-            cache,
-            q,
-            k,
-            v,
-            o: [0.0; D],
-            ok: false,
-        }
-    }
-    fn run(&mut self) {
-        self.ok = self
-            .cache
-            .decode(
-                Poly,
-                black_box(&self.q[..]),
-                black_box(&self.k[..]),
-                black_box(&self.v[..]),
-                &DecodeOptions::new(),
-                Output::new(black_box(&mut self.o[..])),
-            )
-            .is_ok();
-    }
-    fn ok(&self) -> bool {
-        self.ok
-    }
-    fn result(&self) -> &[u8] {
-        bytes(&self.o)
-    }
-}
-
-probe!(P);
+softmax_cost::decoder_probe!(f32, "KvCacheSlice::new", {
+    // SAFETY: the only references ever made to the stores (setup runs once).
+    let (ks, vs) = unsafe { (&mut *addr_of_mut!(K_STORE), &mut *addr_of_mut!(V_STORE)) };
+    KvCacheSlice::new(ks, vs, 1, D, D, None)
+});
