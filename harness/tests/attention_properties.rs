@@ -18,12 +18,16 @@ type Partial = (
 #[path = "attention_support/reference.rs"]
 mod attention_ref;
 
+#[path = "attention_support/stream_case.rs"]
+mod stream_case;
+
 use attention_core::backend::Poly;
 use attention_core::{
     attention, attention_finish, attention_partial, merge_partials, Causal, DecodeOptions, Dims,
     Error, KvCache, KvCacheSlice, Options, Output, Qkv, QueryState, Window,
 };
 use proptest::prelude::*;
+use stream_case::StreamCase;
 
 const U: f64 = 1.0 / (1u64 << 24) as f64;
 
@@ -37,22 +41,6 @@ fn values(seed: u64, n: usize, a: f32) -> Vec<f32> {
             ((s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0) * a
         })
         .collect()
-}
-
-/// Options of the decoder tests.
-#[derive(Clone, Debug)]
-struct StreamCase {
-    heads: usize,
-    kv_heads: usize,
-    t: usize,
-    d: usize,
-    dv: usize,
-    window: Option<usize>,
-    sinks: usize,
-    alibi: bool,
-    softcap: Option<f32>,
-    sink_logits: Option<Vec<f32>>,
-    seed: u64,
 }
 
 fn stream_case() -> impl Strategy<Value = StreamCase> {
@@ -83,49 +71,6 @@ fn stream_case() -> impl Strategy<Value = StreamCase> {
                 seed,
             },
         )
-}
-
-impl StreamCase {
-    fn opts(&self) -> Options<'_, f32> {
-        let mut o = Options::new()
-            .with_causal(Causal::BottomRight)
-            .with_alibi(self.alibi)
-            .with_sinks(self.sinks);
-        if let Some(w) = self.window {
-            o = o.with_window(w);
-        }
-        if let Some(c) = self.softcap {
-            o = o.with_softcap(c);
-        }
-        if let Some(z) = &self.sink_logits {
-            o = o.with_sink_logits(z);
-        }
-        o
-    }
-
-    /// The decoder's options: the same score modifiers (its window and sinks are the cache's).
-    fn decode_opts(&self) -> DecodeOptions<'_, f32> {
-        let mut o = DecodeOptions::new().with_alibi(self.alibi);
-        if let Some(c) = self.softcap {
-            o = o.with_softcap(c);
-        }
-        if let Some(z) = &self.sink_logits {
-            o = o.with_sink_logits(z);
-        }
-        o
-    }
-
-    fn evict(&self) -> Option<Window> {
-        self.window.map(|w| Window::new(w, self.sinks))
-    }
-
-    /// What CONFORMANCE.md says the cache needs: min(T, sinks + W) with a window, T without.
-    fn needed(&self) -> usize {
-        match self.window {
-            Some(w) => self.t.min(self.sinks + w),
-            None => self.t,
-        }
-    }
 }
 
 proptest! {

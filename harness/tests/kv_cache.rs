@@ -10,13 +10,16 @@
 //!   `softmax_core::stored`, propagated through the scores, the softmax and the weighted sum)
 //!   plus f32 attention's own rounding: not a tolerance tuned to pass.
 
+#[path = "attention_support/stream_case.rs"]
+mod stream_case;
+
 use attention_core::backend::Poly;
 use attention_core::softmax_core::stored::{bf16, f16, Operand};
 use attention_core::{
-    attention, Causal, DecodeOptions, Dims, Element, Error, KvCache, KvCacheSlice, Options, Output,
-    Qkv, Window,
+    attention, DecodeOptions, Dims, Element, Error, KvCache, KvCacheSlice, Output, Qkv, Window,
 };
 use proptest::prelude::*;
+use stream_case::StreamCase;
 
 const U: f64 = 1.0 / (1u64 << 24) as f64;
 
@@ -65,22 +68,7 @@ impl<E: Element + Default> Bufs<E> {
     }
 }
 
-#[derive(Clone, Debug)]
-struct Case {
-    heads: usize,
-    kv_heads: usize,
-    t: usize,
-    d: usize,
-    dv: usize,
-    window: Option<usize>,
-    sinks: usize,
-    alibi: bool,
-    softcap: Option<f32>,
-    sink_logits: Option<Vec<f32>>,
-    seed: u64,
-}
-
-fn case() -> impl Strategy<Value = Case> {
+fn case() -> impl Strategy<Value = StreamCase> {
     (
         prop::sample::select(vec![(1usize, 1usize), (2, 1), (4, 2), (3, 3)]),
         1usize..300,
@@ -94,7 +82,7 @@ fn case() -> impl Strategy<Value = Case> {
         any::<u64>(),
     )
         .prop_map(
-            |((heads, kv_heads), t, d, dv, window, sinks, alibi, softcap, sl, seed)| Case {
+            |((heads, kv_heads), t, d, dv, window, sinks, alibi, softcap, sl, seed)| StreamCase {
                 heads,
                 kv_heads,
                 t,
@@ -110,46 +98,7 @@ fn case() -> impl Strategy<Value = Case> {
         )
 }
 
-impl Case {
-    fn opts(&self) -> Options<'_, f32> {
-        let mut o = Options::new()
-            .with_causal(Causal::BottomRight)
-            .with_alibi(self.alibi)
-            .with_sinks(self.sinks);
-        if let Some(w) = self.window {
-            o = o.with_window(w);
-        }
-        if let Some(c) = self.softcap {
-            o = o.with_softcap(c);
-        }
-        if let Some(z) = &self.sink_logits {
-            o = o.with_sink_logits(z);
-        }
-        o
-    }
-
-    fn decode_opts(&self) -> DecodeOptions<'_, f32> {
-        let mut o = DecodeOptions::new().with_alibi(self.alibi);
-        if let Some(c) = self.softcap {
-            o = o.with_softcap(c);
-        }
-        if let Some(z) = &self.sink_logits {
-            o = o.with_sink_logits(z);
-        }
-        o
-    }
-
-    fn evict(&self) -> Option<Window> {
-        self.window.map(|w| Window::new(w, self.sinks))
-    }
-
-    fn cap(&self) -> usize {
-        match self.window {
-            Some(w) => self.t.min(self.sinks + w),
-            None => self.t,
-        }
-    }
-
+impl StreamCase {
     /// q (H×T×D), k (Hkv×T×D), v (Hkv×T×Dv), head-major.
     fn inputs(&self) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let (h, hkv, t, d, dv) = (self.heads, self.kv_heads, self.t, self.d, self.dv);
@@ -175,7 +124,7 @@ impl Case {
 /// The decoder over a cache of `E` (built by `make`) against full attention over the read-back
 /// keys and values: `o`, `lse` and entropy bit for bit at every token.
 fn stream_equals_attention_over_read_back<E: Element<Float = f32>>(
-    c: &Case,
+    c: &StreamCase,
     mut decode: impl FnMut(
         &[f32],
         &[f32],
@@ -233,9 +182,9 @@ fn stream_equals_attention_over_read_back<E: Element<Float = f32>>(
 }
 
 fn unscaled<E: Element<Float = f32, Unit = E> + Operand<f32, Scale = ()>>(
-    c: &Case,
+    c: &StreamCase,
 ) -> Result<(), TestCaseError> {
-    let mut b = Bufs::<E>::new(c.kv_heads, c.cap(), c.d, c.dv);
+    let mut b = Bufs::<E>::new(c.kv_heads, c.needed(), c.d, c.dv);
     let mut cache =
         KvCacheSlice::new(&mut b.k, &mut b.v, c.kv_heads, c.d, c.dv, c.evict()).unwrap();
     let opts = c.decode_opts();
@@ -251,8 +200,8 @@ fn unscaled<E: Element<Float = f32, Unit = E> + Operand<f32, Scale = ()>>(
     })
 }
 
-fn int8(c: &Case) -> Result<(), TestCaseError> {
-    let mut b = Bufs::<i8>::new(c.kv_heads, c.cap(), c.d, c.dv);
+fn int8(c: &StreamCase) -> Result<(), TestCaseError> {
+    let mut b = Bufs::<i8>::new(c.kv_heads, c.needed(), c.d, c.dv);
     let mut cache = KvCacheSlice::new_int8(
         &mut b.k,
         &mut b.v,
