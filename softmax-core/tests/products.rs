@@ -63,7 +63,7 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
     level_under_test();
     let mut seed = 7u64;
     let mut cases = 0;
-    for m in [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 12] {
+    for m in [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 19] {
         for n in [1usize, 2, 3, 4, 5, 7, 11, 15, 64, 65, 71, 130] {
             for k in [1usize, 5, 8, 15, 16, 17, 24, 33, 56, 64, 100, 120, 129, 200] {
                 // C = A·Bᵀ: a is m × k, b is n × k.
@@ -113,7 +113,7 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
             }
         }
     }
-    assert_eq!(cases, 10 * 12 * 14);
+    assert_eq!(cases, 12 * 12 * 14);
 }
 
 #[test]
@@ -281,7 +281,7 @@ fn stored_products_equal_the_f32_products_over_the_read_back_values() {
     }
 
     let mut seed = 23u64;
-    for m in [1usize, 2, 3, 5, 6, 8] {
+    for m in [1usize, 2, 3, 5, 6, 8, 17] {
         for n in [1usize, 3, 4, 7, 8, 9, 64, 65, 130] {
             for k in [1usize, 7, 8, 16, 17, 33, 64, 128, 129] {
                 check::<i8>(&mut seed, m, n, k);
