@@ -15,10 +15,11 @@
 //! exact conversion, and for int8 the one f32 product `q·s`); the rest of each kernel is the
 //! f32 kernel's, so a product over stored rows has the bits of the portable loop over them.
 //!
-//! On CPUs with AVX-512F, the score product takes the rows of `A` eight at a time first
-//! ([`kernel_nt8`]: sixteen 512-bit running sums, eight rows against two rows of `B`, and the
-//! sixteen lane trees combined in one transposing tree, [`tree16`]): attention's query tile
-//! meets each key once, 67 against 52 GFLOP/s on its 8 × 128 × 64 tile on a Zen 4.
+//! On CPUs with AVX-512F, the score product takes the rows of `A` eight at a time first when
+//! `k` is a multiple of 16 ([`kernel_nt8`]: sixteen 512-bit running sums, eight rows against two
+//! rows of `B`, and the sixteen lane trees combined in one transposing tree, [`tree16`]):
+//! attention's query tile meets each key once, 66–67 against 52 GFLOP/s on its 8 × 128 × 64 tile
+//! on a Zen 4.
 //!
 //! The `unsafe` of the products is confined to this file: the loads and stores of the
 //! intrinsics, and the calls of the `#[target_feature]` kernels, made only after
@@ -42,7 +43,7 @@ use core::arch::x86_64::{
     _mm512_cvtepi8_epi32, _mm512_cvtepu16_epi32, _mm512_cvtph_ps, _mm512_extractf32x4_ps,
     _mm512_extractf64x4_pd, _mm512_loadu_ps, _mm512_maskz_mov_ps, _mm512_mul_ps, _mm512_set1_ps,
     _mm512_setzero_ps, _mm512_shuffle_f32x4, _mm512_shuffle_ps, _mm512_slli_epi32,
-    _mm512_storeu_ps, _mm_castps_pd, _mm_storeh_pd, _mm_storel_pd,
+    _mm512_storeu_ps, _mm_castps_pd, _mm_cvtsd_f64, _mm_unpackhi_pd,
 };
 use half::{bf16, f16};
 
@@ -59,9 +60,17 @@ pub(crate) trait Lane8: Operand<f32> {
 
     /// Whether the kernels take the AVX-512 copies for this type where the CPU has them: int8
     /// and bf16, whose conversions then take half the instructions (f32 and f16 keep the AVX2
-    /// kernels, measured as fast or faster, except where [`matmul_nt`] and [`matmul_nn`] say
-    /// otherwise: eight rows of scores at a time, a single row, 128 columns of values).
+    /// kernels, measured as fast or faster, except for [`ROWS_WIDE`](Self::ROWS_WIDE) and, for
+    /// every type, the score product's eight rows at a time, [`kernel_nt8`]).
     const WIDE: bool;
+
+    /// Whether a single row of `A` (a decoding query's two products), and value products of 128
+    /// columns or more, take the AVX-512 copies for this type although it is not
+    /// [`WIDE`](Self::WIDE): f32 (measured faster there: 40 against 35 GFLOP/s for the decoding
+    /// query's scores, 46 against 41 for its values, 74 against 66 for a prefill tile's values
+    /// at dv = 128), not f16 (its single row measured slower there: 16.5 against 14.2 ns per key
+    /// for the decoder over an f16 cache).
+    const ROWS_WIDE: bool;
 
     /// The sixteen values `x[i].load(s)`.
     ///
@@ -73,6 +82,7 @@ pub(crate) trait Lane8: Operand<f32> {
 
 impl Lane8 for f32 {
     const WIDE: bool = false;
+    const ROWS_WIDE: bool = true;
     #[inline(always)]
     unsafe fn load16(x: &[f32; 16], _: ()) -> __m512 {
         // SAFETY: AVX-512F (the caller's contract); `x` is 16 floats, unaligned load.
@@ -88,6 +98,7 @@ impl Lane8 for f32 {
 
 impl Lane8 for i8 {
     const WIDE: bool = true;
+    const ROWS_WIDE: bool = false;
     #[inline(always)]
     unsafe fn load16(x: &[i8; 16], s: f32) -> __m512 {
         // SAFETY: AVX-512F (the caller's contract); `x` is 16 bytes, read by one unaligned
@@ -120,6 +131,7 @@ unsafe fn widen16<T>(x: &[T; 8]) -> core::arch::x86_64::__m256i {
 
 impl Lane8 for bf16 {
     const WIDE: bool = true;
+    const ROWS_WIDE: bool = false;
     #[inline(always)]
     unsafe fn load16(x: &[bf16; 16], _: ()) -> __m512 {
         // SAFETY: AVX-512F (the caller's contract); `x` is 16 values of 2 bytes, read by one
@@ -141,6 +153,7 @@ impl Lane8 for f16 {
     // Measured slower than the AVX2 copy on Zen 4 (16.5 against 14.2 ns per key at n = 4096,
     // d = 128: its 16-value `vcvtph2ps` is split in two there).
     const WIDE: bool = false;
+    const ROWS_WIDE: bool = false;
     #[inline(always)]
     unsafe fn load16(x: &[f16; 16], _: ()) -> __m512 {
         // SAFETY: AVX-512F (the caller's contract; its `vcvtph2ps` on 16 values is AVX-512F);
@@ -182,15 +195,17 @@ pub(super) fn matmul_nt<U: Lane8>(
             a = a_rest;
             c = c_rest;
         } else {
-            return true;
+            // Never (`done` rows exist in both); the portable loop then redoes every row, with
+            // the same bits.
+            return false;
         }
         if a.is_empty() {
             return true;
         }
     }
-    // A single row (a decoding query's scores) takes the AVX-512 copy too where there is one:
-    // sixteen values per load from a key stream that comes from L3.
-    if (U::WIDE || a.len() == k) && simd::level() >= Level::Avx512 {
+    // A single f32 row (a decoding query's scores) takes the AVX-512 copy too: sixteen values
+    // per load from a key stream that comes from L3.
+    if (U::WIDE || (U::ROWS_WIDE && a.len() == k)) && simd::level() >= Level::Avx512 {
         // SAFETY: the level reports AVX-512F, AVX2 and F16C and the ZMM state.
         unsafe { kernel_nt_wide(a, b, s, k, c) };
     } else {
@@ -215,12 +230,11 @@ pub(super) fn matmul_nn<U: Lane8>(
     if simd::level() < Level::Avx2 || n == 0 || k == 0 {
         return false;
     }
-    // A single row (a decoding query's weighted values) and rows of 128 columns or more take
-    // the AVX-512 copy too: 128 running sums fit in eight registers there, where the AVX2 copy
-    // spills or splits the row (measured: 44 against 41 GFLOP/s for a decoding query at
-    // dv = 128, 74 against 66 for a prefill tile at dv = 128; at dv = 64 the AVX2 copy is as
-    // fast).
-    if (U::WIDE || a.len() == n || k >= 128) && simd::level() >= Level::Avx512 {
+    // A single f32 row (a decoding query's weighted values) and f32 rows of 128 columns or more
+    // take the AVX-512 copy too ([`Lane8::ROWS_WIDE`]): a single row keeps its 128 running sums
+    // in eight registers there, where the AVX2 copy spills two, and pairs of rows take 32
+    // columns per vector pass instead of 16 (at dv = 64 the AVX2 copy is as fast).
+    if (U::WIDE || (U::ROWS_WIDE && (a.len() == n || k >= 128))) && simd::level() >= Level::Avx512 {
         // SAFETY: as in `matmul_nt`.
         unsafe { kernel_nn_wide(a, b, s, n, k, c, accumulate) };
     } else {
@@ -509,7 +523,8 @@ fn lanes<U: Lane8, const R: usize, const C: usize>(
 const QB: usize = 8;
 
 /// `C = A·Bᵀ` for the first `8·⌊m/8⌋` rows of `A` (`a` `m × k`, `b` `n × k`, `c` `m × n`,
-/// `k > 0`), on CPUs with AVX-512F; returns the number of rows done. Eight rows of `A` take
+/// `k > 0`), on CPUs with AVX-512F; returns the number of rows done (none unless `k` is a
+/// multiple of 16: a padded last chunk would cost the loop its bounds-free loads). Eight rows of `A` take
 /// the rows of `B` two at a time ([`block8x2`]: sixteen dot products in sixteen 512-bit running
 /// sums, each chunk of `B` loaded and converted once for the eight rows), so `B` streams
 /// through once per eight rows (attention's key block once per query tile, from L2), and the
@@ -551,21 +566,31 @@ fn kernel_nt8<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [
                 _mm512_extractf32x4_ps::<3>(r),
             ];
             for (q, &x) in quarters.iter().enumerate() {
+                // Row 2q's two scores, then row 2q + 1's, n values further: both pairs under
+                // one check (two checks let the compiler repeat the extraction in each).
                 let at = 2 * q * n + j;
-                if let Some(y) = c8.get_mut(at..at + 2) {
-                    // SAFETY: `y` is two floats; `storel_pd` writes 8 bytes, unaligned.
-                    unsafe { _mm_storel_pd(y.as_mut_ptr().cast(), _mm_castps_pd(x)) };
-                }
-                let at = at + n;
-                if let Some(y) = c8.get_mut(at..at + 2) {
-                    // SAFETY: as above, `storeh_pd`.
-                    unsafe { _mm_storeh_pd(y.as_mut_ptr().cast(), _mm_castps_pd(x)) };
+                let Some((r0, r1)) = c8
+                    .get_mut(at..at + n + 2)
+                    .and_then(|span| span.split_at_mut_checked(n))
+                else {
+                    continue;
+                };
+                if let (Some(y0), Some(y1)) = (r0.first_chunk_mut::<2>(), r1.first_chunk_mut::<2>())
+                {
+                    // The two pairs as the two halves of a double (bits moved, not converted).
+                    let xd = _mm_castps_pd(x);
+                    let (lo, hi) = (_mm_cvtsd_f64(xd), _mm_cvtsd_f64(_mm_unpackhi_pd(xd, xd)));
+                    // SAFETY: `y0` and `y1` are two floats each, 8 bytes, written unaligned.
+                    unsafe {
+                        core::ptr::from_mut(y0).cast::<f64>().write_unaligned(lo);
+                        core::ptr::from_mut(y1).cast::<f64>().write_unaligned(hi);
+                    }
                 }
             }
             j += 2;
         }
-        let b_last = b_pairs.remainder();
-        if !b_last.is_empty() {
+        if n % 2 == 1 {
+            let (b_last, j) = (row(b, n - 1, k), n - 1);
             let s = scale(sc, j);
             for (i, ap) in a8.chunks_exact(2 * k).enumerate() {
                 let (a0, a1) = ap.split_at(k);
@@ -1001,10 +1026,11 @@ fn group<'x, U: Lane8>(
 /// `n, k > 0`): `linalg::matmul_nn`'s walk (groups of 64 rows of `B` outermost), two rows of
 /// `C` at a time with 32, 16 or 8 columns of each in registers ([`row2`]), an odd last row
 /// with 128, 64, 32, 16 or 8 ([`row1`]), and the last `k mod 8` columns one at a time.
-/// The two products as two copies each: `avx2,f16c` (every element type) and, for the stored
-/// formats on CPUs with AVX-512F, `avx512f,avx2,f16c`, whose inner loops convert and multiply
-/// sixteen values per instruction ([`lanes512`], [`columns512`]): the same operations per
-/// element in the same order, so the same bits.
+/// The two products as two copies each: `avx2,f16c` (every element type) and, on CPUs with
+/// AVX-512F, `avx512f,avx2,f16c` (int8 and bf16, and f32's single rows and wide value rows:
+/// [`Lane8::WIDE`], [`Lane8::ROWS_WIDE`]), whose inner loops convert and multiply sixteen values
+/// per instruction ([`lanes512`], [`columns512`]): the same operations per element in the same
+/// order, so the same bits.
 macro_rules! kernels {
     ($feat:literal, $nt:ident, $nn:ident, $w:literal) => {
         /// `C = A·Bᵀ` (`a` `m × k`, `b` `n × k`, `c` `m × n`, `k > 0`). Pairs of rows of `A` take
