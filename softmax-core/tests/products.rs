@@ -126,33 +126,8 @@ fn non_finite_inputs_propagate_as_in_the_definition() {
     b[90] = f32::NEG_INFINITY;
     let mut c = vec![0.0f32; 15];
     linalg::matmul_nt(&a, &b, 40, &mut c).unwrap();
-    let want: Vec<f32> = a
-        .chunks(40)
-        .flat_map(|ai| b.chunks(40).map(move |bj| linalg::dot(ai, bj).unwrap()))
-        .collect();
-    assert!(same(&c, &want));
+    assert!(same(&c, &dots(&a, &b, 40)));
     assert!(c[1].is_nan() && c[0] == f32::INFINITY);
-    // The same through the AVX-512 copy's eight-row blocks (nine rows of A, k a multiple of
-    // 16, an odd number of rows of B): infinities and a NaN in A and in B.
-    let (mut a, mut b) = (values(&mut seed, 9 * 32), values(&mut seed, 5 * 32));
-    a[3] = f32::INFINITY;
-    a[5 * 32 + 17] = f32::NEG_INFINITY;
-    a[8 * 32 + 1] = f32::NAN;
-    b[32 + 3] = f32::NAN;
-    b[4 * 32 + 30] = f32::INFINITY;
-    let mut c = vec![0.0f32; 9 * 5];
-    linalg::matmul_nt(&a, &b, 32, &mut c).unwrap();
-    let want: Vec<f32> = a
-        .chunks(32)
-        .flat_map(|ai| b.chunks(32).map(move |bj| linalg::dot(ai, bj).unwrap()))
-        .collect();
-    assert!(same(&c, &want));
-    // Row 8 of A and row 1 of B hold a NaN: their scores are NaN; the infinities make some
-    // other score infinite.
-    assert!(
-        c[8 * 5..].iter().all(|x| x.is_nan()) && c.iter().skip(1).step_by(5).all(|x| x.is_nan())
-    );
-    assert!(c.iter().any(|x| x.is_infinite()));
     // A·B with the infinity in row 0 of A and the NaN and −inf in rows 5 and 10 of B.
     let (a, b) = (&a[..3 * 15], &b[..15 * 9]);
     let mut c = vec![0.0f32; 3 * 9];
@@ -168,6 +143,30 @@ fn non_finite_inputs_propagate_as_in_the_definition() {
     let equal = |x: &f32, y: &f32| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
     assert!(c.iter().zip(&want).all(|(x, y)| equal(x, y)));
     assert!(c.iter().any(|x| x.is_nan()) && c.iter().any(|x| x.is_infinite()));
+    // A·Bᵀ again through the AVX-512 copy's eight-row blocks (nine rows of A, k a multiple of
+    // 16, an odd number of rows of B): infinities and a NaN in A and in B.
+    let (mut a, mut b) = (values(&mut seed, 9 * 32), values(&mut seed, 5 * 32));
+    a[3] = f32::INFINITY;
+    a[5 * 32 + 17] = f32::NEG_INFINITY;
+    a[8 * 32 + 1] = f32::NAN;
+    b[32 + 3] = f32::NAN;
+    b[4 * 32 + 30] = f32::INFINITY;
+    let mut c = vec![0.0f32; 9 * 5];
+    linalg::matmul_nt(&a, &b, 32, &mut c).unwrap();
+    assert!(same(&c, &dots(&a, &b, 32)));
+    // Row 8 of A and row 1 of B hold a NaN: their scores are NaN; the infinities make some
+    // other score infinite.
+    assert!(
+        c[8 * 5..].iter().all(|x| x.is_nan()) && c.iter().skip(1).step_by(5).all(|x| x.is_nan())
+    );
+    assert!(c.iter().any(|x| x.is_infinite()));
+}
+
+/// Every row of `a` with every row of `b` (rows of `k`), each by `linalg::dot`.
+fn dots(a: &[f32], b: &[f32], k: usize) -> Vec<f32> {
+    a.chunks(k)
+        .flat_map(|ai| b.chunks(k).map(move |bj| linalg::dot(ai, bj).unwrap()))
+        .collect()
 }
 
 /// `linalg::within` on shapes that do not fit together: the portable loop's partial product at
