@@ -16,7 +16,7 @@
 //! f32 kernel's, so a product over stored rows has the bits of the portable loop over them.
 //!
 //! On CPUs with AVX-512F, the score product takes the rows of `A` eight at a time first when
-//! `k` is a multiple of 16 ([`kernel_nt8`]: sixteen 512-bit running sums, eight rows against two
+//! `k` is a multiple of 16 (every type but f16) ([`kernel_nt8`]: sixteen 512-bit running sums, eight rows against two
 //! rows of `B`, and the sixteen lane trees combined in one transposing tree, [`tree16`]):
 //! attention's query tile meets each key once, 66–67 against 52 GFLOP/s on its 8 × 128 × 64 tile
 //! on a Zen 4.
@@ -61,7 +61,7 @@ pub(crate) trait Lane8: Operand<f32> {
     /// Whether the kernels take the AVX-512 copies for this type where the CPU has them: int8
     /// and bf16, whose conversions then take half the instructions (f32 and f16 keep the AVX2
     /// kernels, measured as fast or faster, except for [`ROWS_WIDE`](Self::ROWS_WIDE) and, for
-    /// every type, the score product's eight rows at a time, [`kernel_nt8`]).
+    /// every type but f16, the score product's eight rows at a time, [`kernel_nt8`]).
     const WIDE: bool;
 
     /// Whether a single row of `A` (a decoding query's two products), and value products of 128
@@ -182,8 +182,11 @@ pub(super) fn matmul_nt<U: Lane8>(
         return false;
     }
     let (mut a, mut c) = (a, c);
-    if simd::level() >= Level::Avx512 {
-        // Eight rows of `A` at a time first (attention's query tiles), then the rest below.
+    // Eight rows of `A` at a time first (attention's query tiles), then the rest below; for
+    // every type but f16, whose 16-value conversion is slow on AVX-512 (see `WIDE`): its eight-row
+    // block measured 21–28 GFLOP/s in some runs against 38–58 for the AVX2 kernel (8 × 128 keys,
+    // d = 64 and 128; bf16 51–67 against 35–53).
+    if (U::WIDE || U::ROWS_WIDE) && simd::level() >= Level::Avx512 {
         // SAFETY: the level reports AVX-512F, AVX2 and F16C and the ZMM state.
         let done = unsafe { kernel_nt8(a, b, s, k, c) };
         let n = b.len() / k;
@@ -524,8 +527,8 @@ const QB: usize = 8;
 
 /// `C = A·Bᵀ` for the first `8·⌊m/8⌋` rows of `A` (`a` `m × k`, `b` `n × k`, `c` `m × n`,
 /// `k > 0`), on CPUs with AVX-512F; returns the number of rows done (none unless `k` is a
-/// multiple of 16: a padded last chunk would cost the loop its bounds-free loads). Eight rows of `A` take
-/// the rows of `B` two at a time ([`block8x2`]: sixteen dot products in sixteen 512-bit running
+/// multiple of 16: a padded last chunk would cost the loop its bounds-free loads). Eight rows
+/// of `A` take the rows of `B` two at a time ([`block8x2`]: sixteen dot products in sixteen 512-bit running
 /// sums, each chunk of `B` loaded and converted once for the eight rows), so `B` streams
 /// through once per eight rows (attention's key block once per query tile, from L2), and the
 /// sixteen lane trees are combined together ([`tree16`]). An odd last row of `B` goes with
@@ -557,8 +560,9 @@ fn kernel_nt8<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [
             let (b0, b1) = bp.split_at(k);
             let s2 = [scale(sc, j), scale(sc, j + 1)];
             let r = tree16(block8x2::<U>(chunks, [b0, b1], s2));
-            // Quarter q of `r` holds rows 2q and 2q + 1 (two results each), stored from
-            // registers (through a stack copy, the narrow reloads waited on the wide store).
+            // Quarter q of `r` holds rows 2q and 2q + 1 (two results each), stored straight from
+            // the registers (a copy through the stack measured slower: the narrow reloads
+            // waited on the wide store).
             let quarters = [
                 _mm512_castps512_ps128(r),
                 _mm512_extractf32x4_ps::<1>(r),
