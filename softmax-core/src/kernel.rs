@@ -466,6 +466,15 @@ impl<F: Float, const N: usize> Totals<F, N> {
     /// fixed order, pairwise (each step an exact TwoSum, its error joining the compensation).
     #[inline(always)]
     pub(crate) fn finish(self) -> (F, F) {
+        // f32 on x86_64 with AVX2: the same tree, by hand (`tree_x86`).
+        #[cfg(softmax_dispatch)]
+        if F::SIGNIFICAND_BITS == 24 {
+            // The identity on f32 (this branch is compiled out for f64).
+            let bits = |v: &[F; N]| v.map(|x| f32::from_bits(x.to_bits().into() as u32));
+            if let Some((hi, lo)) = crate::tree_x86::tree(&bits(&self.s), &bits(&self.c)) {
+                return Self::last(F::from_f64(hi.into()), F::from_f64(lo.into()));
+            }
+        }
         let (mut s, mut c) = (self.s, self.c);
         let mut n = N;
         while n > 1 {
@@ -481,7 +490,12 @@ impl<F: Float, const N: usize> Totals<F, N> {
             }
             n = h;
         }
-        let (hi, lo) = (s[0], c[0]);
+        Self::last(s[0], c[0])
+    }
+
+    /// The tree's last lane as `hi + lo` with `hi = fl(hi + lo)`.
+    #[inline(always)]
+    fn last(hi: F, lo: F) -> (F, F) {
         // An infinite total has no meaningful compensation (TwoSum's error term of an infinite
         // sum is `inf − inf` = NaN): the sum of terms including +inf is +inf.
         if hi.is_finite() {

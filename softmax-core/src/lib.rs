@@ -116,9 +116,10 @@
 //! softmax-core = { version = "0.1", default-features = false } # Poly backend only
 //! ```
 #![no_std]
-// `unsafe` is confined to three x86_64 modules: `simd` (CPUID/XGETBV, calling the
+// `unsafe` is confined to four x86_64 modules: `simd` (CPUID/XGETBV, calling the
 // `#[target_feature]` copies after detection), `linalg::avx2` (the loads/stores of the AVX2
-// matrix products) and `fast::x86` (the AVX2+FMA and AVX-512 fast kernels), and to one Arm soft-float
+// matrix products), `fast::x86` (the AVX2+FMA and AVX-512 fast kernels) and `tree_x86` (the AVX2
+// tree of the compensated sums), and to one Arm soft-float
 // module, `soft::thumb` (calls of the Thumb f32 add and multiply); every other module forbids
 // it.
 #![deny(unsafe_code)]
@@ -144,6 +145,8 @@ pub mod soft;
 mod spec;
 pub mod special;
 pub mod stored;
+#[cfg(softmax_dispatch)]
+mod tree_x86;
 
 pub use error::Error;
 pub use float::Float;

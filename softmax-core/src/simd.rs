@@ -7,11 +7,13 @@
 //! have one copy, compiled for the target's own features (aarch64's NEON is baseline there).
 //!
 //! This module knows no kernel: it detects the level, caps it, and runs closures compiled for
-//! it. The two kernels written with `core::arch` intrinsics instead of plain Rust live next to
-//! the portable code they accelerate, and ask [`level`] before they run: the matrix products
+//! it. The three pieces written with `core::arch` intrinsics instead of plain Rust live next to
+//! the portable code they accelerate, and ask the level before they run: the matrix products
 //! of [`linalg`](crate::linalg) (an AVX2 copy, over f32 rows and over the stored rows of
 //! [`stored`](crate::stored), converted with AVX2 and F16C exactly as the portable code
-//! converts them) and the [`fast`](crate::fast) variant's kernels (AVX2+FMA and AVX-512). Both perform the
+//! converts them), the [`fast`](crate::fast) variant's kernels (AVX2+FMA and AVX-512), and the
+//! last tree of the f32 compensated sums (once per row of every softmax-family kernel and once
+//! per block of [`OnlineSoftmax`](crate::OnlineSoftmax), an AVX2 copy). All three perform the
 //! portable code's roundings in the same order, so they too change no bit.
 //!
 //! **The level never changes a result bit.** Only the width of the machine code differs: the
@@ -145,6 +147,15 @@ pub fn dispatch<R>(f: impl FnOnce() -> R) -> R {
     imp::exec(f)
 }
 
+/// [`level`] as far as it is known without asking the CPU ([`Level::Baseline`] before the first
+/// question): for code inside the kernels, where [`exec`] has asked already, at the cost of two
+/// loads.
+#[cfg(softmax_dispatch)]
+#[inline(always)]
+pub(crate) fn known() -> Level {
+    imp::known()
+}
+
 /// [`dispatch`], under the name the crate's kernels use.
 #[inline(always)]
 pub(crate) fn exec<R>(f: impl FnOnce() -> R) -> R {
@@ -225,6 +236,14 @@ mod imp {
         let d = detected();
         let cap = from_u8(CAP.load(Ordering::Relaxed).min(to_u8(Level::Avx512)));
         d.min(cap)
+    }
+
+    /// [`level`] without asking the CPU (`Baseline` until something has): two loads, for code
+    /// inside the kernels, which [`exec`] has already asked.
+    #[inline(always)]
+    pub(super) fn known() -> Level {
+        let d = DETECTED.load(Ordering::Relaxed);
+        from_u8(d.min(CAP.load(Ordering::Relaxed)))
     }
 
     pub(super) fn set_cap(cap: Level) {

@@ -1,0 +1,118 @@
+//! The AVX2 copy of the last step of every compensated sum: the tree that combines the lanes of
+//! [`Totals`](crate::kernel) (each lane a sum `s` and its compensation `c`) into one pair, for
+//! f32 totals of 16 or 32 lanes.
+//!
+//! Not a different algorithm: each level adds lane `i` and lane `i + h` by TwoSum (lower lane
+//! first) and its error joins the sum of the two compensations, in the portable loop's order, so
+//! the same bits. LLVM compiled every portable formulation of this tree into two-lane pieces with
+//! the sums of each level spilled and reloaded, about 220 instructions for 32 lanes; here it is
+//! about 50 (five levels of eight vector operations and two shuffles). It runs once per row of
+//! every softmax-family kernel and once per block of attention's online softmax, where it was
+//! the largest fixed cost (`harness/tests/dispatch_levels.rs` compares the bits at every level,
+//! the `bits` fixture pins them).
+//!
+//! The `unsafe` of the tree is confined to this file: the call of the `#[target_feature]` copy,
+//! made only after the dispatch has found AVX2 ([`simd::known`]).
+#![allow(unsafe_code)]
+
+use crate::simd::{self, Level};
+use core::arch::x86_64::{
+    __m128, __m256, _mm256_add_ps, _mm256_castps256_ps128, _mm256_extractf128_ps, _mm256_loadu_ps,
+    _mm256_setzero_ps, _mm256_sub_ps, _mm_add_ps, _mm_cvtss_f32, _mm_movehdup_ps, _mm_movehl_ps,
+    _mm_sub_ps,
+};
+
+/// `(s[0], c[0])` after the tree of [`Totals::finish`](crate::kernel) over `s` and `c` (16 or 32
+/// lanes each), or `None` when the CPU lacks AVX2 or the width is another.
+#[inline(always)]
+pub(crate) fn tree(s: &[f32], c: &[f32]) -> Option<(f32, f32)> {
+    if simd::known() < Level::Avx2 {
+        return None;
+    }
+    match (
+        s.first_chunk::<32>(),
+        c.first_chunk::<32>(),
+        s.len(),
+        c.len(),
+    ) {
+        // SAFETY (both calls): the known level is AVX2 or above: the CPU was found to support
+        // AVX2, and the OS to save the YMM registers.
+        (Some(s), Some(c), 32, 32) => Some(unsafe { tree32(s, c) }),
+        _ => match (
+            s.first_chunk::<16>(),
+            c.first_chunk::<16>(),
+            s.len(),
+            c.len(),
+        ) {
+            (Some(s), Some(c), 16, 16) => Some(unsafe { tree16(s, c) }),
+            _ => None,
+        },
+    }
+}
+
+/// Eight lanes of one level: `(a + b, (ca + cb) + e)` with `e` the TwoSum error of `a + b`.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn level8(a: __m256, b: __m256, ca: __m256, cb: __m256) -> (__m256, __m256) {
+    let s = _mm256_add_ps(a, b);
+    let bb = _mm256_sub_ps(s, a);
+    let e = _mm256_add_ps(_mm256_sub_ps(a, _mm256_sub_ps(s, bb)), _mm256_sub_ps(b, bb));
+    (s, _mm256_add_ps(_mm256_add_ps(ca, cb), e))
+}
+
+/// [`level8`] on four lanes (the upper lanes of the result are not used).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn level4(a: __m128, b: __m128, ca: __m128, cb: __m128) -> (__m128, __m128) {
+    let s = _mm_add_ps(a, b);
+    let bb = _mm_sub_ps(s, a);
+    let e = _mm_add_ps(_mm_sub_ps(a, _mm_sub_ps(s, bb)), _mm_sub_ps(b, bb));
+    (s, _mm_add_ps(_mm_add_ps(ca, cb), e))
+}
+
+/// The 8-lane sums `s`, `c` down to lane 0: lanes `i, i + 4`, then `i, i + 2`, then `i, i + 1`.
+#[target_feature(enable = "avx2")]
+#[inline]
+fn tree8(s: __m256, c: __m256) -> (f32, f32) {
+    let (s, c) = level4(
+        _mm256_castps256_ps128(s),
+        _mm256_extractf128_ps::<1>(s),
+        _mm256_castps256_ps128(c),
+        _mm256_extractf128_ps::<1>(c),
+    );
+    // Lanes 2, 3 moved down to 0, 1.
+    let (s, c) = level4(s, _mm_movehl_ps(s, s), c, _mm_movehl_ps(c, c));
+    // Lane 1 moved down to 0.
+    let (s, c) = level4(s, _mm_movehdup_ps(s), c, _mm_movehdup_ps(c));
+    (_mm_cvtss_f32(s), _mm_cvtss_f32(c))
+}
+
+/// Lanes `i .. i + 8` of `x` (zeros if out of range, which no caller asks for: the checks are
+/// on constants and compile away).
+#[target_feature(enable = "avx2")]
+#[inline]
+fn load<const N: usize>(x: &[f32; N], i: usize) -> __m256 {
+    if i + 8 <= N {
+        // SAFETY: lanes `i .. i + 8` lie in `x`; `loadu` has no alignment requirement.
+        unsafe { _mm256_loadu_ps(x.as_ptr().add(i)) }
+    } else {
+        _mm256_setzero_ps()
+    }
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+fn tree16(s: &[f32; 16], c: &[f32; 16]) -> (f32, f32) {
+    let (s, c) = level8(load(s, 0), load(s, 8), load(c, 0), load(c, 8));
+    tree8(s, c)
+}
+
+#[target_feature(enable = "avx2")]
+#[inline]
+fn tree32(s: &[f32; 32], c: &[f32; 32]) -> (f32, f32) {
+    // Lanes i, i + 16 (two registers of eight each), then i, i + 8.
+    let (s0, c0) = level8(load(s, 0), load(s, 16), load(c, 0), load(c, 16));
+    let (s1, c1) = level8(load(s, 8), load(s, 24), load(c, 8), load(c, 24));
+    let (s, c) = level8(s0, s1, c0, c1);
+    tree8(s, c)
+}
