@@ -56,13 +56,36 @@ impl<F: Float, B: Backend<F>> QueryState<F, B> {
     /// (with `tmp`, a scratch of the block's length, when `entropy`).
     #[inline(always)]
     pub(crate) fn step(&mut self, s: &mut [F], tmp: &mut [F], acc: &mut [F], entropy: bool) {
-        let (m_old, l_old) = (self.sm.max(), self.sm.sum());
+        let before = self.begin(s, tmp, entropy);
+        let alpha = self.sm.update(s);
+        self.end(s, tmp, acc, alpha, before, entropy);
+    }
+
+    /// The part of [`step`](Self::step) before the online softmax's update: the maximum and sum
+    /// so far, and (for the entropy) the scores kept in `tmp`.
+    #[inline(always)]
+    pub(crate) fn begin(&self, s: &[F], tmp: &mut [F], entropy: bool) -> (F, F) {
         if entropy {
             for (t, &x) in tmp.iter_mut().zip(s.iter()) {
                 *t = x;
             }
         }
-        let alpha = self.sm.update(s);
+        (self.sm.max(), self.sm.sum())
+    }
+
+    /// The part of [`step`](Self::step) after the update that turned the scores into the
+    /// weights `w` and returned `alpha`: the rescale of `acc` and the entropy accumulator
+    /// (`before` from [`begin`](Self::begin)).
+    #[inline(always)]
+    pub(crate) fn end(
+        &mut self,
+        w: &[F],
+        tmp: &mut [F],
+        acc: &mut [F],
+        alpha: F,
+        (m_old, l_old): (F, F),
+        entropy: bool,
+    ) {
         if alpha != F::ONE {
             for a in acc.iter_mut() {
                 *a *= alpha;
@@ -72,10 +95,10 @@ impl<F: Float, B: Backend<F>> QueryState<F, B> {
             let m = self.sm.max();
             // d_j = s_j − m' for keys with a weight; 0 for the others (their weight is 0, and
             // s_j − m' may be NaN or -inf there).
-            for (t, &w) in tmp.iter_mut().zip(s.iter()) {
+            for (t, &w) in tmp.iter_mut().zip(w.iter()) {
                 *t = if w == F::ZERO { F::ZERO } else { *t - m };
             }
-            let blk = within::dot(s, tmp);
+            let blk = within::dot(w, tmp);
             self.e = shifted(self.e, m_old, l_old, alpha, m) + blk;
         }
     }

@@ -12,7 +12,7 @@ use softmax_core::backend::Backend;
 use softmax_core::chunks::{chunks, chunks_mut};
 use softmax_core::linalg::within;
 use softmax_core::stored::Operand;
-use softmax_core::{special, Float};
+use softmax_core::{special, Float, OnlineSoftmax};
 
 use crate::options::Qkv;
 use crate::plan::{for_each_block, from_u64, keys_of, part, Allowed, Plan, Runs, SlotMap};
@@ -47,6 +47,9 @@ pub(crate) fn tiles(n: usize) -> impl Iterator<Item = (usize, usize)> {
 
 /// Whether a tile can hold more than one row (not on 32-bit targets).
 pub(crate) const MULTI: bool = TQ > 1;
+
+/// One row's part of [`OnlineSoftmax::update_rows`]: its state and its block of scores.
+type Job<'s, F, B> = Option<(&'s mut OnlineSoftmax<F, B>, &'s mut [F])>;
 
 /// The scratch of a product whose columns are not a whole block row (only a tile of several
 /// rows needs it: one row's columns are contiguous in the block's scores).
@@ -419,26 +422,79 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
     ) {
         let (rows, dv) = (self.rows, self.dv);
         let mut sc = [F::ZERO; TQ * BK];
-        let mut tmp = [F::ZERO; BK];
+        let mut tmp = [F::ZERO; TQ * BK];
         self.for_each_block(|blk| {
             let w = blk.width();
             self.scores(backend, blk, &mut sc, None);
             let Some(sc) = sc.get_mut(..rows * w) else {
                 return;
             };
-            for ((srow, span), (st, acc_r)) in chunks_mut(sc, w.max(1))
-                .zip(blk.spans.iter())
-                .zip(states.iter_mut().zip(chunks_mut(acc, dv.max(1))))
-            {
-                let Some(runs) = span else {
-                    continue;
-                };
-                let (f, l) = runs.span();
-                let Some(s) = srow.get_mut((f - blk.u0) as usize..(l - blk.u0) as usize) else {
-                    continue;
-                };
-                let n = s.len();
-                st.step(s, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
+            // Row r's scores: its span of the block's columns.
+            let span_of = |r: usize| {
+                let (f, l) = blk.spans.get(r).copied().flatten()?.span();
+                Some((r * w + (f - blk.u0) as usize, r * w + (l - blk.u0) as usize))
+            };
+            if MULTI {
+                // The rows' online-softmax steps side by side (`update_rows`: the same bits as
+                // one `update` per row, with their dependency chains interleaved).
+                let mut before = [(F::ZERO, F::ZERO); TQ];
+                let mut jobs: [Job<'_, F, B>; TQ] = core::array::from_fn(|_| None);
+                let mut rest = &mut *sc;
+                let mut at = 0;
+                for (r, ((st, job), (b, t))) in states
+                    .iter_mut()
+                    .zip(jobs.iter_mut())
+                    .zip(before.iter_mut().zip(chunks_mut(&mut tmp, BK)))
+                    .enumerate()
+                    .take(rows)
+                {
+                    let Some((a, z)) = span_of(r) else {
+                        continue;
+                    };
+                    let (Some(gap), Some(n)) = (a.checked_sub(at), z.checked_sub(a)) else {
+                        break;
+                    };
+                    let Some((_, tail)) = core::mem::take(&mut rest).split_at_mut_checked(gap)
+                    else {
+                        break;
+                    };
+                    let Some((s, tail)) = tail.split_at_mut_checked(n) else {
+                        break;
+                    };
+                    (rest, at) = (tail, z);
+                    *b = st.begin(s, t, entropy);
+                    *job = Some((&mut st.sm, s));
+                }
+                let alphas = OnlineSoftmax::update_rows(jobs);
+                for (r, ((st, acc_r), ((&alpha, &b), t))) in states
+                    .iter_mut()
+                    .zip(chunks_mut(acc, dv.max(1)))
+                    .zip(
+                        alphas
+                            .iter()
+                            .zip(before.iter())
+                            .zip(chunks_mut(&mut tmp, BK)),
+                    )
+                    .enumerate()
+                    .take(rows)
+                {
+                    if let Some(wts) = span_of(r).and_then(|(a, z)| sc.get(a..z)) {
+                        st.end(wts, t, acc_r, alpha, b, entropy);
+                    }
+                }
+            } else {
+                for (r, (st, acc_r)) in states
+                    .iter_mut()
+                    .zip(chunks_mut(acc, dv.max(1)))
+                    .enumerate()
+                    .take(rows)
+                {
+                    let Some(s) = span_of(r).and_then(|(a, z)| sc.get_mut(a..z)) else {
+                        continue;
+                    };
+                    let n = s.len();
+                    st.step(s, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
+                }
             }
             match blk.shared() {
                 Some(runs) => {

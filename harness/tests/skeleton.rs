@@ -474,3 +474,95 @@ fn update_sink_f64_down_to_underflow() {
         }
     }
 }
+
+/// One slot of `OnlineSoftmax::update_rows`.
+type Job<'s, F, B> = Option<(&'s mut OnlineSoftmax<F, B>, &'s mut [F])>;
+
+/// `OnlineSoftmax::update_rows` is `update` on each row in turn, bit for bit: weights, `α`s and
+/// states, over blocks of every length around the sum's block of 512, with `None` slots, empty
+/// blocks, and rows that take the special paths (NaN, +inf, only -inf, a poisoned state).
+fn update_rows_case<F, B>(backend: B, from: fn(f64) -> F, bits: fn(F) -> u64)
+where
+    F: softmax_core::Float,
+    B: softmax_core::backend::Backend<F> + Copy,
+{
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut rows_st = [OnlineSoftmax::new(backend); 8];
+    let mut each_st = rows_st;
+    for round in 0..60 {
+        let mut blocks: Vec<Option<Vec<F>>> = (0..8)
+            .map(|r| {
+                let kind = next() % 16;
+                if kind == 0 {
+                    return None;
+                }
+                let len = [0usize, 1, 7, 16, 128, 511, 512, 513, 700][(next() % 9) as usize];
+                let mut b: Vec<F> = (0..len)
+                    .map(|_| {
+                        from(
+                            ((next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 8.0
+                                + round as f64 * 0.05 * r as f64,
+                        )
+                    })
+                    .collect();
+                if let Some(x) = b.first_mut() {
+                    match kind {
+                        1 => *x = F::NAN,
+                        2 => *x = F::INFINITY,
+                        3 => b.iter_mut().for_each(|x| *x = F::NEG_INFINITY),
+                        4 => *x = F::NEG_INFINITY,
+                        _ => {}
+                    }
+                }
+                Some(b)
+            })
+            .collect();
+        if round % 20 == 19 {
+            // Fresh states now and then, so the special rows are not all poisoned for good.
+            rows_st = [OnlineSoftmax::new(backend); 8];
+            each_st = rows_st;
+        }
+        let mut each_blocks = blocks.clone();
+        let each_alpha: Vec<F> = each_st
+            .iter_mut()
+            .zip(each_blocks.iter_mut())
+            .map(|(st, b)| match b {
+                Some(b) => st.update(b),
+                None => F::ONE,
+            })
+            .collect();
+        let jobs: [Job<'_, F, B>; 8] = {
+            let mut it = rows_st.iter_mut().zip(blocks.iter_mut());
+            core::array::from_fn(|_| {
+                let (st, b) = it.next()?;
+                b.as_mut().map(|b| (st, b.as_mut_slice()))
+            })
+        };
+        let alphas = OnlineSoftmax::update_rows(jobs);
+        for r in 0..8 {
+            let ctx = format!("round {round}, row {r}");
+            assert_eq!(bits(alphas[r]), bits(each_alpha[r]), "{ctx}: alpha");
+            let (a, b) = (&rows_st[r], &each_st[r]);
+            assert_eq!(bits(a.max()), bits(b.max()), "{ctx}: max");
+            assert_eq!(bits(a.sum()), bits(b.sum()), "{ctx}: sum");
+            assert_eq!(bits(a.lse()), bits(b.lse()), "{ctx}: lse");
+            let (wa, wb) = (&blocks[r], &each_blocks[r]);
+            let wa: Vec<u64> = wa.iter().flatten().map(|&x| bits(x)).collect();
+            let wb: Vec<u64> = wb.iter().flatten().map(|&x| bits(x)).collect();
+            assert_eq!(wa, wb, "{ctx}: weights");
+        }
+    }
+}
+
+#[test]
+fn update_rows_is_update_per_row_bitwise() {
+    update_rows_case::<f32, _>(Poly, |v| v as f32, |x| x.to_bits() as u64);
+    update_rows_case::<f64, _>(Poly, |v| v, f64::to_bits);
+    update_rows_case::<f32, _>(Libm, |v| v as f32, |x| x.to_bits() as u64);
+}

@@ -206,35 +206,110 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
             );
         }
         // Finite m': α from the exact shift, the weights as in every kernel.
-        let (alpha, shift) = if self.m == F::NEG_INFINITY {
+        let (alpha, shift) = self.alpha(m_new);
+        let sum = weigh::<F, B>(scores, m_new);
+        (self.combine(m_new, alpha, sum.finish()), alpha, shift)
+    }
+
+    /// `α = e^(m − m')` for a finite new maximum `m'`, with the exact shift `m − m'` when `α`
+    /// was computed from it.
+    #[inline(always)]
+    fn alpha(&self, m_new: F) -> (F, Option<(F, F)>) {
+        if self.m == F::NEG_INFINITY {
             (F::ZERO, None)
         } else if self.m == m_new {
             (F::ONE, None)
         } else {
             let (h, l) = Unit.shift(self.m, m_new);
             (B::exp_pow2(h, l, 0), Some((h, l)))
-        };
-        let mut sum = TermSum::new();
-        for block in scores.chunks_mut(kernel::TERM_BLOCK) {
-            for s in block.iter_mut() {
-                let (h, l) = Unit.shift(*s, m_new);
-                *s = B::exp_pow2(h, l, 0);
-            }
-            sum.add(block);
         }
-        let (bh, bl) = sum.finish();
+    }
+
+    /// The state after a block with the finite maximum `m'`, the rescale `alpha` and weights
+    /// summing to `bh + bl`.
+    #[inline(always)]
+    fn combine(self, m_new: F, alpha: F, (bh, bl): (F, F)) -> Self {
         let (h, e) = two_sum(self.hi * alpha, bh);
         let (hi, lo) = two_sum(h, e + (self.lo * alpha + bl));
-        (
-            OnlineSoftmax {
-                m: m_new,
-                hi,
-                lo,
-                backend: PhantomData,
-            },
-            alpha,
-            shift,
+        OnlineSoftmax {
+            m: m_new,
+            hi,
+            lo,
+            backend: PhantomData,
+        }
+    }
+
+    /// [`update`](Self::update) of up to `R` independent states, each with its own block of
+    /// scores (`None` skips a slot); returns each slot's `α` (1 for a skipped slot). The same
+    /// bits as [`update`](Self::update) on each in turn, so the same accuracy.
+    ///
+    /// Faster for several rows (attention's tiles of query rows): the rows go through each step
+    /// together (the maxima, then the `α`s, then the weights, then the sums), so that the
+    /// dependent chain at the end of one row's update (the sum's lane tree and the rescale of
+    /// the running sum) runs beside the next row's instead of after it. On a Zen 4, eight rows
+    /// of 128 scores took 0.69–0.70 ns per score against 0.81–0.82 for eight `update`s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use softmax_core::{OnlineSoftmax, backend::Poly};
+    /// let (mut a, mut b) = (OnlineSoftmax::new(Poly), OnlineSoftmax::new(Poly));
+    /// let (mut x, mut y) = ([1.0f32, 2.0], [0.5f32]);
+    /// let alphas =
+    ///     OnlineSoftmax::update_rows([Some((&mut a, &mut x[..])), None, Some((&mut b, &mut y[..]))]);
+    /// assert_eq!(alphas, [0.0, 1.0, 0.0]); // empty states: nothing to rescale
+    /// let mut c = OnlineSoftmax::new(Poly);
+    /// let mut x2 = [1.0f32, 2.0];
+    /// c.update(&mut x2);
+    /// assert_eq!((x, a.sum(), a.max()), (x2, c.sum(), c.max()));
+    /// ```
+    #[inline]
+    pub fn update_rows<const R: usize>(rows: [Option<(&mut Self, &mut [F])>; R]) -> [F; R] {
+        crate::simd::exec(
+            #[inline(always)]
+            || Self::update_rows_in(rows),
         )
+    }
+
+    /// The body of [`update_rows`](Self::update_rows): [`update_in`](Self::update_in) step by
+    /// step across the rows.
+    #[inline(always)]
+    fn update_rows_in<const R: usize>(rows: [Option<(&mut Self, &mut [F])>; R]) -> [F; R] {
+        let mut alphas = [F::ONE; R];
+        // The maxima. A row whose block or state holds a NaN or an infinity, or that has seen
+        // nothing but `-inf`, takes `update_in` whole (such rows are rare; it scans again).
+        let mut live: [Option<(&mut Self, &mut [F], F)>; R] = core::array::from_fn(|_| None);
+        for ((row, a), slot) in rows.into_iter().zip(alphas.iter_mut()).zip(live.iter_mut()) {
+            let Some((st, s)) = row else {
+                continue;
+            };
+            let sc = kernel::scan(kernel::Plain(&*s));
+            let m_new = select(sc.max > st.m, sc.max, st.m);
+            if sc.nan || st.m.is_nan() || !m_new.is_finite() {
+                let (next, alpha, _) = st.update_in(s);
+                *st = next;
+                *a = alpha;
+            } else {
+                *slot = Some((st, s, m_new));
+            }
+        }
+        for (a, slot) in alphas.iter_mut().zip(live.iter()) {
+            if let Some((st, _, m_new)) = slot {
+                *a = st.alpha(*m_new).0;
+            }
+        }
+        let mut sums: [TermSum<F>; R] = core::array::from_fn(|_| TermSum::new());
+        for (sum, slot) in sums.iter_mut().zip(live.iter_mut()) {
+            if let Some((_, s, m_new)) = slot {
+                *sum = weigh::<F, B>(s, *m_new);
+            }
+        }
+        for ((slot, &a), sum) in live.into_iter().zip(alphas.iter()).zip(sums) {
+            if let Some((st, _, m_new)) = slot {
+                *st = st.combine(m_new, a, sum.finish());
+            }
+        }
+        alphas
     }
 
     /// Combines with a state over other scores, as if this state had seen them too. Returns
@@ -350,6 +425,21 @@ impl<F: Float, B: Backend<F>> OnlineSoftmax<F, B> {
             self.m
         }
     }
+}
+
+/// Replaces a block's scores by their weights `e^(s − m')` (the shift exact, the exp the
+/// backend's), and returns their compensated sum.
+#[inline(always)]
+fn weigh<F: Float, B: Backend<F>>(scores: &mut [F], m_new: F) -> TermSum<F> {
+    let mut sum = TermSum::new();
+    for block in scores.chunks_mut(kernel::TERM_BLOCK) {
+        for s in block.iter_mut() {
+            let (h, l) = Unit.shift(*s, m_new);
+            *s = B::exp_pow2(h, l, 0);
+        }
+        sum.add(block);
+    }
+    sum
 }
 
 /// A rescale factor of an accumulator, `α = factor·2^exp`, kept in two parts so that an `α`

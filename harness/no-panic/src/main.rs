@@ -178,6 +178,14 @@ fn with_backend<F: Float, B: Backend<F>>() {
     black_box(o.update(y));
     let mut o2 = OnlineSoftmax::new(b);
     black_box(o2.update(z));
+    let mut o3 = OnlineSoftmax::new(b);
+    let mut o4 = OnlineSoftmax::new(b);
+    black_box(OnlineSoftmax::update_rows([
+        Some((&mut o3, &mut *y)),
+        None,
+        Some((&mut o4, &mut *w)),
+    ]));
+    black_box((o3, o4));
     black_box(o.merge(&black_box(o2)));
     let (sink_w, r) = o.update_sink(black_box(F::TWO));
     black_box((
