@@ -29,25 +29,15 @@ pub(crate) fn tree(s: &[f32], c: &[f32]) -> Option<(f32, f32)> {
     if simd::known() < Level::Avx2 {
         return None;
     }
-    match (
-        s.first_chunk::<32>(),
-        c.first_chunk::<32>(),
-        s.len(),
-        c.len(),
-    ) {
-        // SAFETY (both calls): the known level is AVX2 or above: the CPU was found to support
-        // AVX2, and the OS to save the YMM registers.
-        (Some(s), Some(c), 32, 32) => Some(unsafe { tree32(s, c) }),
-        _ => match (
-            s.first_chunk::<16>(),
-            c.first_chunk::<16>(),
-            s.len(),
-            c.len(),
-        ) {
-            (Some(s), Some(c), 16, 16) => Some(unsafe { tree16(s, c) }),
-            _ => None,
-        },
+    // SAFETY (both calls): the known level is AVX2 or above: the CPU was found to support
+    // AVX2, and the OS to save the YMM registers.
+    if let (Ok(s), Ok(c)) = (<&[f32; 32]>::try_from(s), <&[f32; 32]>::try_from(c)) {
+        return Some(unsafe { tree32(s, c) });
     }
+    if let (Ok(s), Ok(c)) = (<&[f32; 16]>::try_from(s), <&[f32; 16]>::try_from(c)) {
+        return Some(unsafe { tree16(s, c) });
+    }
+    None
 }
 
 /// Eight lanes of one level: `(a + b, (ca + cb) + e)` with `e` the TwoSum error of `a + b`.
