@@ -1,6 +1,6 @@
 //! The pieces of softmax-core that attention-core and loss-core are built on: the dot / matrix
 //! products (`linalg`), the online softmax step (`OnlineSoftmax`), the chunked second pass of a
-//! softmax (`LogSumExp::probs` / `log_probs`), `softmax_lse`, and the scalar functions of
+//! softmax (`LogSumExp::probs` / `log_probs`), `softmax_lse` and `softmax_lse_scaled`, and the scalar functions of
 //! `special`. Each against an independent f64 computation with its stated bound, or a
 //! mathematical invariant.
 
@@ -370,6 +370,77 @@ fn normaliser_paths_agree_bitwise() {
                 l2.to_bits(),
                 "n {n} trial {trial}: {lse} vs {l2}"
             );
+        }
+    }
+}
+
+/// `softmax_lse_scaled` is `softmax_lse` followed by `y_i *= scale`, bit for bit, and its `p_at`
+/// is `softmax_lse`'s `y[at]` (NaN past the row's end): rows with ties at the maximum, `-inf`
+/// entries, a NaN, `+inf` entries, only `-inf`, at lengths around the lane count and the block
+/// length; scales 1/8, 1/3, 1, 0 and 3e38 (whose products overflow); f32 and f64, Poly and Libm.
+#[test]
+fn softmax_lse_scaled_is_softmax_lse_then_a_product() {
+    fn check<F, B>(b: B, x: &[F])
+    where
+        F: softmax_core::Float + core::fmt::Debug,
+        B: softmax_core::backend::Backend<F> + Copy,
+    {
+        let n = x.len();
+        let mut p = vec![F::ZERO; n];
+        let lse = softmax_core::softmax_lse(b, x, &mut p).unwrap();
+        for scale in [0.125, 1.0 / 3.0, 1.0, 0.0, 3.0e38] {
+            let scale = F::from_f64(scale);
+            for at in [0, n / 2, n - 1, n, usize::MAX] {
+                let mut y = vec![F::from_f64(-7.0); n];
+                let (l, p_at) = softmax_core::softmax_lse_scaled(b, x, &mut y, scale, at).unwrap();
+                assert!(
+                    l == lse || (l.is_nan() && lse.is_nan()),
+                    "n {n}: lse {l:?} vs {lse:?}"
+                );
+                match p.get(at) {
+                    Some(&pa) => assert!(
+                        p_at == pa || (p_at.is_nan() && pa.is_nan()),
+                        "n {n} at {at}: {p_at:?} vs {pa:?}"
+                    ),
+                    None => assert!(p_at.is_nan(), "n {n} at {at}: {p_at:?}"),
+                }
+                for (i, (&yi, &pi)) in y.iter().zip(&p).enumerate() {
+                    let want = pi * scale;
+                    assert!(
+                        yi == want || (yi.is_nan() && want.is_nan()),
+                        "n {n} entry {i}: {yi:?} vs {want:?}"
+                    );
+                }
+            }
+        }
+    }
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 40) as f64 / (1u64 << 24) as f64
+    };
+    for &n in &[1usize, 2, 31, 32, 33, 511, 512, 513, 4099] {
+        for kind in 0..6 {
+            let x: Vec<f64> = (0..n)
+                .map(|_| {
+                    let u = next();
+                    match (kind, (u * 8.0) as u32) {
+                        (1, 0) => f64::NEG_INFINITY,
+                        (2, 0) if u < 0.01 => f64::NAN,
+                        (3, 0) => f64::INFINITY,
+                        (4, _) => f64::NEG_INFINITY,
+                        (_, 1) => 2.0,
+                        _ => 2.0 - 30.0 * next(),
+                    }
+                })
+                .collect();
+            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            check(Poly, &x32);
+            check(Libm, &x32);
+            check(Poly, &x);
+            check(Libm, &x);
         }
     }
 }

@@ -288,7 +288,9 @@ fn sum_limit<F: Float, B: Backend<F>>(z: RowZ<'_, F>, lse: F, u: impl Fn(usize) 
 
 /// One row with a class-index target, gradient included: the softmax and its log-sum-exp in
 /// `g` (softmax-core's `softmax_lse`, two reads of the logits), then one pass turning the
-/// probabilities into the gradient. `t` must be a class index.
+/// probabilities into the gradient, or, when that pass is a plain scaling (no cap, smoothing
+/// or z-loss), `softmax_lse_scaled`, which does it in the softmax's last pass with the same
+/// bits. `t` must be a class index.
 #[inline(always)]
 pub(crate) fn row_grad<F: Float, B: Backend<F>>(
     x: &[F],
@@ -299,6 +301,12 @@ pub(crate) fn row_grad<F: Float, B: Backend<F>>(
 ) -> RowLoss<F> {
     let mut entropy = F::ZERO;
     let mut wz = F::ZERO;
+    // Without a cap, smoothing or z-loss the gradient off the target is `p_j·a`, with `a` known
+    // before the row: softmax-core multiplies it in its last pass (the same bits as the pass
+    // below, one pass over the row fewer) and hands back the target's `p_t`.
+    let rg0 = RowGrad::new(k, t, F::ZERO);
+    let scaled = k.cap.is_none() && k.zl <= F::ZERO && rg0.b == F::ZERO;
+    let mut p_scaled = F::NAN;
     let lse = match k.cap {
         Some(c) => {
             for (g, &x) in g.iter_mut().zip(x) {
@@ -319,12 +327,23 @@ pub(crate) fn row_grad<F: Float, B: Backend<F>>(
             if k.eps > F::ZERO {
                 wz = weighted(k.weight, x);
             }
-            softmax_core::softmax_lse(B::default(), x, g).unwrap_or(F::NAN)
+            if scaled {
+                let (lse, p) = softmax_core::softmax_lse_scaled(B::default(), x, g, rg0.a, t)
+                    .unwrap_or((F::NAN, F::NAN));
+                p_scaled = p;
+                lse
+            } else {
+                softmax_core::softmax_lse(B::default(), x, g).unwrap_or(F::NAN)
+            }
         }
     };
     let rz = RowZ { x, cap: k.cap };
     let z_t = rz.at::<B>(t);
-    let p_t = g.get(t).copied().unwrap_or(F::NAN);
+    let p_t = if scaled {
+        p_scaled
+    } else {
+        g.get(t).copied().unwrap_or(F::NAN)
+    };
     let w_t = k.w(t);
     let nll = nll_of::<F, B>(p_t, lse, z_t);
     let mut ce = k.keep * w_t * nll;
@@ -342,6 +361,7 @@ pub(crate) fn row_grad<F: Float, B: Backend<F>>(
     let rg = RowGrad::new(k, t, lse);
     let g_t = rg.target(p_t);
     match (k.cap, k.weight) {
+        _ if scaled => {}
         (None, _) if rg.b == F::ZERO => {
             if rg.a != F::ONE {
                 for g in g.iter_mut() {
@@ -545,9 +565,11 @@ impl<F: Float> Acc<F> {
 ///
 /// With a gradient buffer, per row: softmax-core's `softmax_lse` writes the probabilities into
 /// the gradient row and returns the log-sum-exp (two reads of the logits), then one pass turns
-/// them into the gradient (with soft-cap, the capped logits are written to the gradient row
+/// them into the gradient; without label smoothing, soft-cap or z-loss that pass is folded into
+/// the softmax's own last one (`softmax_lse_scaled`: the same bits, one pass fewer; the
+/// default options). With soft-cap, the capped logits are written to the gradient row
 /// first, the softmax runs in place, and the gradient pass recomputes the cap's derivative from
-/// the raw logit). Label smoothing adds one `dot` over the row. No buffer beyond the gradient.
+/// the raw logit. Label smoothing adds one `dot` over the row. No buffer beyond the gradient.
 /// Without a gradient buffer: softmax-core's online `LogSumExp` state over the row (two reads,
 /// no buffer; soft-capped values pass through a 64-value stack buffer).
 ///

@@ -722,7 +722,7 @@ impl<F: Float> TermSum<F> {
     /// Adds one block (at most [`TERM_BLOCK`] values; only the row's last block is shorter).
     #[inline(always)]
     pub(crate) fn add(&mut self, v: &[F]) {
-        self.tot.fold(&block_lanes(v, |x| x));
+        self.tot.fold(&block_lanes::<F, false>(v, &mut 0));
     }
 
     /// Adds the terms `fw`/`f` of one block of a load without storing them: the same lanes and
@@ -734,7 +734,8 @@ impl<F: Float> TermSum<F> {
         fw: impl FnMut(&[F; EXP_W]) -> [F; EXP_W],
         f: impl FnMut(F) -> F,
     ) {
-        self.tot.fold(&fused_lanes(src, fw, f, |e| e));
+        self.tot
+            .fold(&fused_lanes::<F, L, false>(src, fw, f, &mut 0));
     }
 
     /// Multiplies the total by `f` (each lane's sum and compensation rounded once).
@@ -838,10 +839,8 @@ impl<F: Float> SplitSum<F> {
     /// Adds one block.
     #[inline(always)]
     pub(crate) fn add(&mut self, v: &[F]) {
-        let top = F::pow2(F::TOP);
-        self.count += v.iter().filter(|&&x| x == top).count();
-        self.rest
-            .fold(&block_lanes(v, |x| select(x == top, F::ZERO, x)));
+        let part = block_lanes::<F, true>(v, &mut self.count);
+        self.rest.fold(&part);
     }
 
     /// [`add`](Self::add) of the terms `fw`/`f` of one block of a load, without storing them:
@@ -853,13 +852,7 @@ impl<F: Float> SplitSum<F> {
         fw: impl FnMut(&[F; EXP_W]) -> [F; EXP_W],
         f: impl FnMut(F) -> F,
     ) {
-        let top = F::pow2(F::TOP);
-        let mut count = 0usize;
-        let part = fused_lanes(src, fw, f, |e| {
-            count += usize::from(e == top);
-            select(e == top, F::ZERO, e)
-        });
-        self.count += count;
+        let part = fused_lanes::<F, L, true>(src, fw, f, &mut self.count);
         self.rest.fold(&part);
     }
 
@@ -873,56 +866,113 @@ impl<F: Float> SplitSum<F> {
     }
 }
 
-/// The plain per-lane sums of `each(term)` over one block of a load (at most [`TERM_BLOCK`]
-/// values), the terms computed on the fly (`fw` for chunks of [`EXP_W`], `f` for the ragged
-/// end): value `i` of the block goes into lane `i mod TERM_LANES`, in order, exactly as
-/// [`block_lanes`] sums the stored terms, so the same bits.
+/// The plain per-lane sums of the terms of one block of a load (at most [`TERM_BLOCK`] values),
+/// computed on the fly (`fw` for chunks of [`EXP_W`], `f` for the ragged end): value `i` of the
+/// block goes into lane `i mod TERM_LANES`, in order, exactly as [`TermSum::add`] and
+/// [`SplitSum::add`] sum the stored terms, so the same bits. With `SPLIT`, the terms equal to
+/// `2^TOP` are left out of the sums and counted into `count`.
 #[inline(always)]
-fn fused_lanes<F: Float, L: Load<F>>(
+fn fused_lanes<F: Float, L: Load<F>, const SPLIT: bool>(
     src: L,
     mut fw: impl FnMut(&[F; EXP_W]) -> [F; EXP_W],
     mut f: impl FnMut(F) -> F,
-    mut each: impl FnMut(F) -> F,
+    count: &mut usize,
 ) -> [F; TERM_LANES] {
+    let top = F::pow2(F::TOP);
+    // A term's share of its lane's sum: with SPLIT, 0 for a term equal to `2^TOP`, which is
+    // counted instead.
+    let share = |e: F| {
+        if SPLIT {
+            (select(e == top, F::ZERO, e), e == top)
+        } else {
+            (e, false)
+        }
+    };
     let mut part = [F::ZERO; TERM_LANES];
     let mut done = 0;
-    for c in src.chunks_of::<TERM_LANES>() {
-        let (subs, _) = c.as_chunks::<EXP_W>();
-        let (parts, _) = part.as_chunks_mut::<EXP_W>();
-        for (p, x) in parts.iter_mut().zip(subs) {
-            let e = fw(x);
-            for (p, &e) in p.iter_mut().zip(&e) {
-                *p += each(e);
+    if LANE_PARALLEL {
+        // The counts in lanes beside the sums, so the loop stays one vector loop (one `usize`
+        // count for the block made `logsumexp` 1.5 times slower than `log_softmax`).
+        let mut lanes = [0u32; TERM_LANES];
+        for c in src.chunks_of::<TERM_LANES>() {
+            let (subs, _) = c.as_chunks::<EXP_W>();
+            let (parts, _) = part.as_chunks_mut::<EXP_W>();
+            let (ns, _) = lanes.as_chunks_mut::<EXP_W>();
+            for ((p, n), x) in parts.iter_mut().zip(ns.iter_mut()).zip(subs) {
+                let e = fw(x);
+                for ((p, n), &e) in p.iter_mut().zip(n.iter_mut()).zip(&e) {
+                    let (v, at_top) = share(e);
+                    *n += u32::from(at_top);
+                    *p += v;
+                }
             }
+            done += TERM_LANES;
         }
-        done += TERM_LANES;
+        if SPLIT {
+            // At most TERM_BLOCK per block: the u32 lanes cannot overflow.
+            *count += lanes.iter().map(|&n| n as usize).sum::<usize>();
+        }
+    } else {
+        // A scalar core keeps one count in a register (no array of counts on its stack).
+        for c in src.chunks_of::<TERM_LANES>() {
+            let (subs, _) = c.as_chunks::<EXP_W>();
+            let (parts, _) = part.as_chunks_mut::<EXP_W>();
+            for (p, x) in parts.iter_mut().zip(subs) {
+                let e = fw(x);
+                for (p, &e) in p.iter_mut().zip(&e) {
+                    let (v, at_top) = share(e);
+                    *count += usize::from(at_top);
+                    *p += v;
+                }
+            }
+            done += TERM_LANES;
+        }
     }
+    // The ragged end: fewer values than lanes, one per lane.
     for (p, x) in part.iter_mut().zip(src.slice(done, src.len()).iter()) {
-        *p += each(f(x));
+        let (v, at_top) = share(f(x));
+        *count += usize::from(at_top);
+        *p += v;
     }
     part
 }
 
-/// The plain per-lane sums of one block of `f(v_i)`.
+/// The plain per-lane sums of one block of stored terms; with `SPLIT`, the terms equal to
+/// `2^TOP` left out and counted, as in [`fused_lanes`] (the same lanes and order).
 #[inline(always)]
-fn block_lanes<F: Float>(v: &[F], f: impl Fn(F) -> F) -> [F; TERM_LANES] {
+fn block_lanes<F: Float, const SPLIT: bool>(v: &[F], count: &mut usize) -> [F; TERM_LANES] {
+    let top = F::pow2(F::TOP);
     let mut part = [F::ZERO; TERM_LANES];
     if LANE_PARALLEL {
+        // The count in u32 lanes beside the sums, in the same loop (a separate `usize` count
+        // of the block cost 10% of `softmax_lse`).
+        let mut lanes = [0u32; TERM_LANES];
+        let mut step = |c: &[F; TERM_LANES]| {
+            for ((p, n), &x) in part.iter_mut().zip(lanes.iter_mut()).zip(c) {
+                if SPLIT {
+                    let at_top = x == top;
+                    *n += u32::from(at_top);
+                    *p += select(at_top, F::ZERO, x);
+                } else {
+                    *p += x;
+                }
+            }
+        };
         let (chunks, tail) = v.as_chunks::<TERM_LANES>();
         for c in chunks {
-            for (p, &x) in part.iter_mut().zip(c) {
-                *p += f(x);
-            }
+            step(c);
         }
         if !tail.is_empty() {
-            // Padded with zeros (f(0) = 0 for every f here), so the tail is one vector step.
+            // Padded with zeros, which add nothing and are not counted.
             let mut t = [F::ZERO; TERM_LANES];
             for (t, &x) in t.iter_mut().zip(tail) {
                 *t = x;
             }
-            for (p, &x) in part.iter_mut().zip(&t) {
-                *p += f(x);
-            }
+            step(&t);
+        }
+        if SPLIT {
+            // At most TERM_BLOCK per block: the u32 lanes cannot overflow.
+            *count += lanes.iter().map(|&n| n as usize).sum::<usize>();
         }
     } else {
         // Lane-major, with a plain index loop (a `skip().step_by()` iterator costs three times
@@ -931,7 +981,13 @@ fn block_lanes<F: Float>(v: &[F], f: impl Fn(F) -> F) -> [F; TERM_LANES] {
             let mut acc = F::ZERO;
             let mut i = j;
             while let Some(&x) = v.get(i) {
-                acc += f(x);
+                if SPLIT {
+                    let at_top = x == top;
+                    *count += usize::from(at_top);
+                    acc += select(at_top, F::ZERO, x);
+                } else {
+                    acc += x;
+                }
                 i += TERM_LANES;
             }
             *p = acc;
@@ -969,6 +1025,8 @@ pub(crate) trait Io<F: Float> {
     );
     /// `out_i = f(out_i)`.
     fn update(&mut self, f: impl FnMut(F) -> F);
+    /// `out_i` as it stands (NaN if `i` is out of range).
+    fn out_at(&self, i: usize) -> F;
     /// The output is a separate buffer, free to hold intermediate values until the last pass.
     const SCRATCH_OUT: bool;
 }
@@ -1024,6 +1082,10 @@ impl<F: Float, L: Load<F>> Io<F> for OutOfPlace<'_, F, L> {
             *o = f(*o);
         }
     }
+    #[inline(always)]
+    fn out_at(&self, i: usize) -> F {
+        self.out.get(i).copied().unwrap_or(F::NAN)
+    }
 }
 
 /// Read and write the same buffer.
@@ -1066,5 +1128,9 @@ impl<F: Float> Io<F> for InPlace<'_, F> {
         for o in self.0.iter_mut() {
             *o = f(*o);
         }
+    }
+    #[inline(always)]
+    fn out_at(&self, i: usize) -> F {
+        self.0.get(i).copied().unwrap_or(F::NAN)
     }
 }

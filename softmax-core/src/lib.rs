@@ -34,7 +34,8 @@
 //! its own copy of a max/exp/sum or dot-product loop:
 //!
 //! * [`softmax_lse`]: softmax and its logsumexp from the same passes (a cross-entropy's forward
-//!   and gradient); [`LogSumExp::probs`] / [`LogSumExp::log_probs`], the second pass of a softmax
+//!   and gradient), and [`softmax_lse_scaled`], which also scales the probabilities in its last
+//!   pass (a reduced cross-entropy's gradient); [`LogSumExp::probs`] / [`LogSumExp::log_probs`], the second pass of a softmax
 //!   computed chunk by chunk.
 //! * [`OnlineSoftmax`]: the online-softmax step over blocks of scores (new running max, the
 //!   rescale factor of the caller's accumulators, the block's weights) and its merge.
@@ -156,7 +157,7 @@ pub use online::{OnlineSoftmax, Rescale};
 pub use slice::{
     argmax, entropy, gumbel_softmax, hardmax, kl_divergence, log_softmax, log_softmax_in_place,
     log_softmax_vjp, log_softmax_vjp_from_logits, logsumexp, masked_softmax, softmax,
-    softmax_in_place, softmax_lse, softmax_lse_in_place, softmax_vjp, softmax_with_bias,
-    softmax_with_temperature, sparsemax, sparsemax_vjp, temperature_for_entropy,
+    softmax_in_place, softmax_lse, softmax_lse_in_place, softmax_lse_scaled, softmax_vjp,
+    softmax_with_bias, softmax_with_temperature, sparsemax, sparsemax_vjp, temperature_for_entropy,
 };
 pub use spec::{Mask, Rows};

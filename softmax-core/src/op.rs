@@ -28,7 +28,7 @@ use crate::lse::LogSumExp;
 pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, s: S) {
     let sc = kernel::scan(io.src());
     if !sc.max.is_finite() || sc.nan {
-        fill_limit(io, sc);
+        fill_limit(&mut io, sc);
         return;
     }
     let m = sc.max;
@@ -50,18 +50,40 @@ pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, 
 /// softmax (τ = 1) that also returns the row's logsumexp: the same passes as [`softmax`], with
 /// the maxima counted apart in the sum ([`kernel::SplitSum`]) so the logsumexp keeps the relative
 /// precision of `ln(1 + rest)` when the other terms are tiny (a confidently classified row).
+#[inline(always)]
+pub(crate) fn softmax_lse<F: Float, B: Backend<F>>(io: impl Io<F>) -> F {
+    softmax_lse_scaled::<F, B>(io, None, usize::MAX).0
+}
+
+/// [`softmax_lse`] whose last pass also multiplies each probability by `scale` if given (rounded,
+/// then multiplied: the bits of `softmax_lse` followed by `y_i *= scale`, in one pass instead of
+/// two), returning the logsumexp and the probability at `at` before the scaling (NaN if `at` is
+/// out of range). One function for both, so that a caller of both (cross-entropy) holds one copy
+/// of the kernel on a microcontroller.
 #[cfg_attr(softmax_dispatch, inline(always))]
 #[cfg_attr(not(softmax_dispatch), inline(never))]
-pub(crate) fn softmax_lse<F: Float, B: Backend<F>>(mut io: impl Io<F>) -> F {
+pub(crate) fn softmax_lse_scaled<F: Float, B: Backend<F>>(
+    mut io: impl Io<F>,
+    scale: Option<F>,
+    at: usize,
+) -> (F, F) {
     let sc = kernel::scan(io.src());
     if !sc.max.is_finite() || sc.nan {
-        fill_limit(io, sc);
-        return select(sc.nan, F::NAN, sc.max);
+        fill_limit(&mut io, sc);
+        let p = io.out_at(at);
+        if let Some(s) = scale {
+            io.update(|y| y * s);
+        }
+        return (select(sc.nan, F::NAN, sc.max), p);
     }
     let st = stored_lse::<F, B, _>(&mut io, kernel::Unit, sc.max);
     let inv = st.inv_sum() * kernel::untop::<F>();
-    io.update(|y| y * inv);
-    st.finish()
+    let p = io.out_at(at) * inv;
+    match scale {
+        Some(s) => io.update(|y| (y * inv) * s),
+        None => io.update(|y| y * inv),
+    }
+    (st.finish(), p)
 }
 
 /// The terms `e^(d)·2^TOP` of a row with the finite maximum `m`, stored in the output and summed
@@ -90,7 +112,7 @@ fn stored_lse<F: Float, B: Backend<F>, S: Scale<F>>(
 /// evenly among the `+inf` entries.
 #[cfg_attr(softmax_dispatch, inline(always))]
 #[cfg_attr(not(softmax_dispatch), inline(never))]
-fn fill_limit<F: Float>(mut io: impl Io<F>, sc: kernel::Scan<F>) {
+fn fill_limit<F: Float>(io: &mut impl Io<F>, sc: kernel::Scan<F>) {
     let fill = select(sc.nan, F::NAN, F::ZERO);
     if sc.nan || sc.max == F::NEG_INFINITY {
         io.map(|_| fill);
@@ -275,7 +297,7 @@ fn sum_pairs<F: Float, L: Load<F>>(p: L, q: L, f: impl Fn(F, F) -> F) -> F {
 pub(crate) fn sparsemax<F: Float, S: Scale<F>>(mut io: impl Io<F>, s: S) {
     let sc = kernel::scan(io.src());
     if sc.nan || !sc.max.is_finite() {
-        fill_limit(io, sc);
+        fill_limit(&mut io, sc);
         return;
     }
     let m = sc.max;

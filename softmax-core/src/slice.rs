@@ -94,6 +94,62 @@ pub fn softmax_lse<F: Float, B: Backend<F>>(_backend: B, x: &[F], y: &mut [F]) -
     ))
 }
 
+/// [`softmax_lse`] with every probability multiplied by `scale`, returning the logsumexp and
+/// the probability at index `at` before the scaling: the forward pass and most of the gradient
+/// of a reduced cross-entropy in three passes over the row (its gradient is
+/// `scale·(p − onehot(at))`, `scale` being `1/N` for a mean over `N` rows; the caller sets the
+/// target's entry from the returned `p_at`).
+///
+/// `y_i = fl(p_i · scale)` with `p_i` the rounded probability [`softmax_lse`] writes: the same
+/// bits as [`softmax_lse`] followed by `y_i *= scale`, without the fourth pass over the row.
+/// The returned probability is `softmax_lse`'s `y[at]`, bit for bit (NaN if `at` is not an
+/// index of the row). The logsumexp is [`softmax_lse`]'s.
+///
+/// Accuracy: as [`softmax_lse`], plus the product's rounding (half a ULP of `y_i`).
+///
+/// # Errors
+///
+/// [`Error::EmptyRow`] for an empty `x`; [`Error::LengthMismatch`] if `y.len() != x.len()`.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::{softmax_lse, softmax_lse_scaled, backend::Poly};
+/// let x = [1.0f32, 2.0, 3.0];
+/// let (mut p, mut g) = ([0.0f32; 3], [0.0f32; 3]);
+/// let lse = softmax_lse(Poly, &x, &mut p)?;
+/// // Mean cross-entropy over 4 rows, target class 2: the gradient of this row.
+/// let (lse_s, p_t) = softmax_lse_scaled(Poly, &x, &mut g, 0.25, 2)?;
+/// g[2] = 0.25 * (p_t - 1.0);
+/// assert_eq!((lse_s, p_t), (lse, p[2]));
+/// assert_eq!(g[0], p[0] * 0.25);
+/// # Ok::<(), softmax_core::Error>(())
+/// ```
+pub fn softmax_lse_scaled<F: Float, B: Backend<F>>(
+    _backend: B,
+    x: &[F],
+    y: &mut [F],
+    scale: F,
+    at: usize,
+) -> Result<(F, F), Error> {
+    check_row(x.len())?;
+    check_len(x.len(), y.len())?;
+    Ok(simd::exec(
+        #[inline(always)]
+        || {
+            op::softmax_lse_scaled::<F, B>(
+                OutOfPlace {
+                    src: Plain(x),
+                    out: y,
+                },
+                // A scale of 1 changes no bit: no multiply (a call per value on a Cortex-M0).
+                Some(scale).filter(|&s| s != F::ONE),
+                at,
+            )
+        },
+    ))
+}
+
 /// [`softmax_lse`] overwriting the row: the row becomes its softmax, the logsumexp is returned.
 ///
 /// # Errors

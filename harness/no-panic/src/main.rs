@@ -172,6 +172,13 @@ fn with_backend<F: Float, B: Backend<F>>() {
     // softmax with its logsumexp.
     used(softmax_core::softmax_lse(b, x, y));
     used(softmax_core::softmax_lse_in_place(b, w));
+    used(softmax_core::softmax_lse_scaled(
+        b,
+        x,
+        y,
+        black_box(F::HALF),
+        black_box(usize::MAX),
+    ));
 
     // The online softmax step of attention.
     let mut o = OnlineSoftmax::new(b);
