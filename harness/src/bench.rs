@@ -222,7 +222,8 @@ fn copy<'a>(x: &'a [f32], out: &Out) -> Contender<'a> {
     }
 }
 
-/// A memory read of the input (an integer reduction of its bits, which vectorises freely).
+/// A memory read of the input (an integer reduction of its bits, which vectorises freely; see
+/// [`lane_sums`]).
 fn read(x: &[f32]) -> Contender<'_> {
     Contender {
         name: "memory read (same bytes)".into(),
@@ -230,14 +231,43 @@ fn read(x: &[f32]) -> Contender<'_> {
         run: Box::new(move |reps| {
             let t = Instant::now();
             for _ in 0..reps {
-                let s = black_box(x)
-                    .iter()
-                    .fold(0u32, |a, v| a.wrapping_add(v.to_bits()));
+                let x = black_box(x);
+                let s = softmax_core::simd::dispatch(
+                    #[inline(always)]
+                    || {
+                        let (blocks, rest) = x.as_chunks::<64>();
+                        let acc = lane_sums(blocks, |a: u32, v: f32| a.wrapping_add(v.to_bits()));
+                        rest.iter().fold(acc, |mut a, v| {
+                            a[0] = a[0].wrapping_add(v.to_bits());
+                            a
+                        })
+                    },
+                );
                 black_box(s);
             }
             Ok(t.elapsed().as_secs_f64())
         }),
     }
+}
+
+/// The running sums of the bench's plain reads: word `i` of each block into sum `i` (wrapping),
+/// so that the loop keeps several independent chains and as little arithmetic as a read allows.
+/// The callers run it through `simd::dispatch`, at the level the kernels run at: compiled for
+/// the baseline (SSE2) in the default build, the decoder's read of 4 MiB took 17.6 ns per key
+/// against 10.4 in a `target-cpu=native` build, which made the default build's "share of read"
+/// figures flatter the kernels.
+#[inline(always)]
+fn lane_sums<T: Copy, A: Copy + Default, const N: usize>(
+    blocks: &[[T; N]],
+    add: impl Fn(A, T) -> A,
+) -> [A; N] {
+    let mut acc = [A::default(); N];
+    for b in blocks {
+        for (a, &w) in acc.iter_mut().zip(b) {
+            *a = add(*a, w);
+        }
+    }
+    acc
 }
 
 /// Samples every contender round-robin (`rounds` samples each, about 3 ms per sample) and
@@ -686,10 +716,11 @@ fn unit_input(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// A plain read of `bytes` (summed as 64-bit words into four running sums: the memory traffic
-/// of the cache's bytes, with as little arithmetic as the loop allows). One running sum made
-/// the loop's speed depend on where the linker placed it: the same source read the decoder's
-/// 4 MiB at 10.1 ns per key in one build and 17.6–17.9 in the next.
+/// A plain read of `bytes` (summed as 32-bit words into 64 running sums by [`lane_sums`], at
+/// the dispatched level: the memory traffic of the cache's bytes, with as little arithmetic as
+/// the loop allows). One running sum made the loop's speed depend on where the linker placed
+/// it: the same source read the decoder's 4 MiB at 10.1 ns per key in one build and 17.6–17.9
+/// in the next.
 fn read_bytes(name: String, bytes: &[u8]) -> Contender<'_> {
     Contender {
         name,
@@ -697,18 +728,22 @@ fn read_bytes(name: String, bytes: &[u8]) -> Contender<'_> {
         run: Box::new(move |reps| {
             let t = Instant::now();
             for _ in 0..reps {
-                let (blocks, rest) = black_box(bytes).as_chunks::<32>();
-                let mut acc = [0u64; 4];
-                for b in blocks {
-                    for (a, w) in acc.iter_mut().zip(b.as_chunks::<8>().0) {
-                        *a = a.wrapping_add(u64::from_le_bytes(*w));
-                    }
-                }
-                let (words, _) = rest.as_chunks::<8>();
-                let s = words.iter().fold(acc, |mut a, w| {
-                    a[0] = a[0].wrapping_add(u64::from_le_bytes(*w));
-                    a
-                });
+                let bytes = black_box(bytes);
+                let s = softmax_core::simd::dispatch(
+                    #[inline(always)]
+                    || {
+                        // 32-bit words (64-bit words from bytes compiled to byte shuffles at
+                        // the AVX-512 level: five times slower).
+                        let (words, _) = bytes.as_chunks::<4>();
+                        let (blocks, rest) = words.as_chunks::<64>();
+                        let add = |a: u32, w: [u8; 4]| a.wrapping_add(u32::from_le_bytes(w));
+                        let acc = lane_sums(blocks, add);
+                        rest.iter().fold(acc, |mut a, &w| {
+                            a[0] = add(a[0], w);
+                            a
+                        })
+                    },
+                );
                 black_box(s);
             }
             Ok(t.elapsed().as_secs_f64())
@@ -906,10 +941,14 @@ fn quantized(
             RefCell::new(vec![0f32; len]),
         );
         let scratch = RefCell::new(vec![0i32; n]);
+        // The parameters and the row length as a caller has them, at run time: constants the
+        // optimiser can see let a `target-cpu=native` build specialise the int16 kernel's loops
+        // to the row length (2.5 times faster than any caller would see).
+        let (p8, p16, n) = (black_box(&p8), black_box(&p16), black_box(n));
         let mut cs = vec![
             ours("int8 → int8 (quant::softmax_s8)".into(), || {
                 let _ = softmax_s8(
-                    &p8,
+                    p8,
                     black_box(&x8),
                     n,
                     &mut scratch.borrow_mut(),
@@ -917,11 +956,11 @@ fn quantized(
                 );
             }),
             ours("int8 → int8, exp twice (TFLM's loop)".into(), || {
-                let _ = suite::softmax_s8_twice(&p8, black_box(&x8), n, 8, &mut y32.borrow_mut());
+                let _ = suite::softmax_s8_twice(p8, black_box(&x8), n, 8, &mut y32.borrow_mut());
             }),
             ours("int8 → int16 (quant::softmax_s8_s16)".into(), || {
                 let _ = softmax_s8_s16(
-                    &p8,
+                    p8,
                     black_box(&x8),
                     n,
                     &mut scratch.borrow_mut(),
@@ -929,7 +968,7 @@ fn quantized(
                 );
             }),
             ours("int16 → int16 (quant::softmax_s16)".into(), || {
-                let _ = softmax_s16(&p16, black_box(&x16), n, &mut y16.borrow_mut());
+                let _ = softmax_s16(p16, black_box(&x16), n, &mut y16.borrow_mut());
             }),
         ];
         let (deq, yf) = (&deq, &yf);

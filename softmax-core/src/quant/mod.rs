@@ -105,6 +105,7 @@ mod lut;
 pub use lut::{lut_lookup, EXP_LUT, ONE_OVER_ONE_PLUS_X_LUT};
 
 use crate::error::{check_len, check_rows, Error};
+use crate::simd;
 use fixed::{
     exp_on_negative_values_q5_26, get_reciprocal, multiply_by_quantized_multiplier,
     rounding_divide_by_pot,
@@ -530,6 +531,23 @@ fn softmax_s8_rows<O: QuantOut>(
     let scratch = scratch
         .get_mut(..n)
         .ok_or(Error::LengthMismatch { expected: n, found })?;
+    // Integer arithmetic only: the same results at every level, so the loops run at the
+    // dispatched one like the float kernels (the SSE2 baseline took 1.2 times as long on a Zen 4).
+    simd::exec(
+        #[inline(always)]
+        || softmax_s8_loop(params, x, n, scratch, out),
+    )
+}
+
+/// The rows of [`softmax_s8_rows`], after its checks.
+#[inline(always)]
+fn softmax_s8_loop<O: QuantOut>(
+    params: &S8Params,
+    x: &[i8],
+    n: usize,
+    scratch: &mut [i32],
+    out: &mut [O],
+) -> Result<(), Error> {
     for (row, out) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
         let max = row.iter().fold(i8::MIN, |m, &v| m.max(v)) as i32;
         // Q12.19 sum of the exps; an overflow is an error, not a wrapped sum.
@@ -659,6 +677,22 @@ pub fn softmax_s16(
     out: &mut [i16],
 ) -> Result<(), Error> {
     check_batch(x.len(), n, out.len())?;
+    // As the int8 kernels: the loops at the dispatched level (the SSE2 baseline took 2.6 times
+    // as long on a Zen 4: AVX-512 gathers the table lookups).
+    simd::exec(
+        #[inline(always)]
+        || softmax_s16_loop(params, x, n, out),
+    )
+}
+
+/// The rows of [`softmax_s16`], after its checks.
+#[inline(always)]
+fn softmax_s16_loop(
+    params: &S16Params<'_>,
+    x: &[i16],
+    n: usize,
+    out: &mut [i16],
+) -> Result<(), Error> {
     for (row, out) in x.chunks_exact(n).zip(out.chunks_exact_mut(n)) {
         let max = row.iter().fold(i16::MIN, |m, &v| m.max(v)) as i32;
         let mut sum: i64 = 0; // Q16.15
