@@ -600,15 +600,66 @@ fn clock_ghz() -> f64 {
     4.0 * steps as f64 / best / 1e9
 }
 
-/// Single-precision flops per cycle the share of peak is taken against: two 256-bit multiply
-/// and two 256-bit add pipes (AMD Zen 3 and Zen 4, at either vector width), which is also the
-/// fused multiply-add peak of those cores (two 256-bit FMA pipes). An Intel core with two
-/// 512-bit FMA units peaks at 64 with fused multiply-adds, 32 with separate ones.
-const PEAK_FLOPS_PER_CYCLE: f64 = 32.0;
+/// The vector peak the products are compared with: f32 lanes per vector × FMA ports × 2 flops ×
+/// the measured clock, the lanes and ports taken from the CPU's vendor and family (Linux's
+/// `/proc/cpuinfo`) at the dispatched level's width. A constant cannot be right everywhere: a
+/// Zen 3 or Zen 4 core runs two 256-bit FMA pipes (and two add pipes; an AVX-512 operation in
+/// two halves), a Zen 5 core two 512-bit FMA pipes and two 512-bit add pipes (64 flops per
+/// cycle: a 32-flop figure put its products above 100%), an Intel AVX-512 core one or two
+/// 512-bit FMA units (two assumed: most Xeon Scalable parts). The products' separate multiply
+/// and add reach the peak on the AMD cores (the adds run on their own pipes) and half of it on
+/// Intel's (they share the FMA units).
+struct Peak {
+    /// f32 lanes per operation on the FMA pipes.
+    lanes: usize,
+    /// FMA pipes.
+    ports: usize,
+    /// What the figures were taken for.
+    core: &'static str,
+}
+
+impl Peak {
+    /// The peak of this CPU at `level`'s width, if its family is known.
+    fn of_cpu(level: Level) -> Option<Peak> {
+        let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+        let field = |name: &str| {
+            info.lines()
+                .find(|l| l.split(':').next().map(str::trim) == Some(name))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_string())
+        };
+        let (vendor, family) = (
+            field("vendor_id")?,
+            field("cpu family")?.parse::<u32>().ok()?,
+        );
+        let width = if level >= Level::Avx512 {
+            16
+        } else if level >= Level::Avx2 {
+            8
+        } else {
+            4
+        };
+        let (lanes, core) = match (vendor.as_str(), family) {
+            ("AuthenticAMD", 26) => (width, "AMD Zen 5: 512-bit FMA pipes"),
+            ("AuthenticAMD", 23 | 25) => (width.min(8), "AMD Zen 2 to Zen 4: 256-bit FMA pipes"),
+            ("GenuineIntel", 6) => (width, "Intel: two FMA units assumed"),
+            _ => return None,
+        };
+        Some(Peak {
+            lanes,
+            ports: 2,
+            core,
+        })
+    }
+
+    fn flops_per_cycle(&self) -> f64 {
+        (2 * self.lanes * self.ports) as f64
+    }
+}
 
 /// attention's two products in isolation, on the shapes attention gives them (a prefill tile of
 /// eight queries against a 128-key block, and a decoding query against 4096 keys): ns per
-/// multiply-add, GFLOP/s, and the share of [`PEAK_FLOPS_PER_CYCLE`] at the measured clock.
+/// multiply-add, GFLOP/s, and the share of the CPU's [`Peak`] at the measured clock.
 fn products(
     out: &mut impl Write,
     fast: bool,
@@ -617,6 +668,7 @@ fn products(
     use softmax_core::linalg::{matmul_nn, matmul_nt};
     let rounds = if fast { 3 } else { 11 };
     let ghz = clock_ghz();
+    let peak = Peak::of_cpu(simd::level());
     let level = simd::level().name();
     // (label, A·Bᵀ?, m, n, k): A·Bᵀ is m × k times (n × k)ᵀ, A·B is m × n times n × k.
     let shapes: [(&str, bool, usize, usize, usize); 4] = [
@@ -661,11 +713,21 @@ fn products(
         drop(cs);
         rows_out.push((label, rows));
     }
+    let fpc = peak.as_ref().map(Peak::flops_per_cycle);
+    let peak_text = match &peak {
+        Some(p) => format!(
+            "peak: {} f32 lanes × {} FMA pipes × 2 flops × {ghz:.2} GHz = {:.0} GFLOP/s ({})",
+            p.lanes,
+            p.ports,
+            p.flops_per_cycle() * ghz,
+            p.core
+        ),
+        None => "peak: not known for this CPU".to_string(),
+    };
     writeln!(
         out,
         "\nattention's products in isolation (inputs with standard deviation 1; ns per multiply-add; \
-         clock {ghz:.2} GHz measured; share of {PEAK_FLOPS_PER_CYCLE:.0} f32 flops per cycle = {:.0} GFLOP/s)",
-        PEAK_FLOPS_PER_CYCLE * ghz
+         clock {ghz:.2} GHz measured; {peak_text})"
     )?;
     writeln!(
         out,
@@ -675,15 +737,15 @@ fn products(
     for (label, rows) in &rows_out {
         for r in rows {
             let gflops = 2.0 / r.median;
-            let share = gflops / (PEAK_FLOPS_PER_CYCLE * ghz);
+            let share = fpc.map(|f| gflops / (f * ghz));
             writeln!(
                 out,
-                "  {:<44} {:>11.4} {:>5.0}% {:>9.1} {:>6.0}%",
+                "  {:<44} {:>11.4} {:>5.0}% {:>9.1} {:>7}",
                 label,
                 r.median,
                 r.iqr * 100.0,
                 gflops,
-                share * 100.0
+                share.map_or_else(|| "-".to_string(), |s| format!("{:.0}%", s * 100.0))
             )?;
             results.push(json!({
                 "op": format!("product: {label}"),
@@ -693,6 +755,7 @@ fn products(
                 "iqr_over_median": r.iqr,
                 "gflops": gflops,
                 "clock_ghz": ghz,
+                "peak_flops_per_cycle": fpc,
                 "share_of_peak": share,
             }));
         }

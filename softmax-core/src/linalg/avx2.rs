@@ -64,12 +64,14 @@ pub(crate) trait Lane8: Operand<f32> {
     /// every type but f16, the score product's eight rows at a time, [`kernel_nt8`]).
     const WIDE: bool;
 
-    /// Whether a single row of `A` (a decoding query's two products), and value products of 128
+    /// Whether a single row of `A` (a decoding query's two products), and value products of 64
     /// columns or more, take the AVX-512 copies for this type although it is not
-    /// [`WIDE`](Self::WIDE): f32 (measured faster there: 40 against 35 GFLOP/s for the decoding
-    /// query's scores, 46 against 41 for its values, 74 against 66 for a prefill tile's values
-    /// at dv = 128), not f16 (its single row measured slower there: 16.5 against 14.2 ns per key
-    /// for the decoder over an f16 cache).
+    /// [`WIDE`](Self::WIDE): f32 (measured faster there on a Zen 4: 40 against 35 GFLOP/s for
+    /// the decoding query's scores, 46 against 41 for its values, 74 against 66 for a prefill
+    /// tile's values at dv = 128; on a Zen 5, whose pipes are 512 bits wide, a prefill tile's
+    /// values at dv = 64 in one pass of 64 columns took 0.0126 against 0.0243 ns per
+    /// multiply-add), not f16 (its single row measured slower there: 16.5 against 14.2 ns per
+    /// key for the decoder over an f16 cache).
     const ROWS_WIDE: bool;
 
     /// The sixteen values `x[i].load(s)`.
@@ -233,11 +235,13 @@ pub(super) fn matmul_nn<U: Lane8>(
     if simd::level() < Level::Avx2 || n == 0 || k == 0 {
         return false;
     }
-    // A single f32 row (a decoding query's weighted values) and f32 rows of 128 columns or more
+    // A single f32 row (a decoding query's weighted values) and f32 rows of 64 columns or more
     // take the AVX-512 copy too ([`Lane8::ROWS_WIDE`]): a single row keeps its 128 running sums
-    // in eight registers there, where the AVX2 copy spills two, and pairs of rows take 32
-    // columns per vector pass instead of 16 (at dv = 64 the AVX2 copy is as fast).
-    if (U::WIDE || (U::ROWS_WIDE && (a.len() == n || k >= 128))) && simd::level() >= Level::Avx512 {
+    // in eight registers there, where the AVX2 copy spills two, and pairs of rows take 64
+    // columns per pass (eight 512-bit running sums) instead of 32. At dv = 64 the AVX2 copy
+    // measured as fast on a Zen 4, whose AVX-512 operations run in two 256-bit halves, when
+    // the AVX-512 copy's passes were 32 columns; a Zen 5 runs them whole, twice as fast.
+    if (U::WIDE || (U::ROWS_WIDE && (a.len() == n || k >= 64))) && simd::level() >= Level::Avx512 {
         // SAFETY: as in `matmul_nt`.
         unsafe { kernel_nn_wide(a, b, s, n, k, c, accumulate) };
     } else {
@@ -969,8 +973,9 @@ fn rest<U: Lane8>(c_row: &mut [f32], off: usize, a_grp: &[f32], g: Group<'_, U>)
     }
 }
 
-/// Two rows of `C` over one group of rows of `B`: 32, 16 or 8 columns of each in
-/// registers ([`columns2`], or with `W` [`columns2_512`]), the last `k mod 8` one at a time.
+/// Two rows of `C` over one group of rows of `B`: with `W` 64 columns of each in registers
+/// ([`columns2_512`]), then 32, 16 or 8 ([`columns2`], or with `W` [`columns2_512`]), the last
+/// `k mod 8` one at a time.
 /// Called only from the kernels.
 #[inline(always)]
 fn row2<U: Lane8, const W: bool>(
@@ -983,6 +988,10 @@ fn row2<U: Lane8, const W: bool>(
     let pairs = || group(a0_grp, g).zip(a1_grp.iter().copied());
     let mut off = 0;
     // SAFETY (each block): the kernels run with AVX2 and F16C, and with `W` AVX-512F.
+    while W && off + 64 <= k {
+        unsafe { columns2_512::<U, 4>(c0, c1, off, pairs()) };
+        off += 64;
+    }
     while off + 32 <= k {
         if W {
             unsafe { columns2_512::<U, 2>(c0, c1, off, pairs()) };
@@ -1028,8 +1037,9 @@ fn group<'x, U: Lane8>(
 
 /// `C (+)= A·B` (`a` `m × n`, `b` `n × k` with row `j` read with `sc[j]`, `c` `m × k`,
 /// `n, k > 0`): `linalg::matmul_nn`'s walk (groups of 64 rows of `B` outermost), two rows of
-/// `C` at a time with 32, 16 or 8 columns of each in registers ([`row2`]), an odd last row
-/// with 128, 64, 32, 16 or 8 ([`row1`]), and the last `k mod 8` columns one at a time.
+/// `C` at a time with (in the AVX-512 copy 64,) 32, 16 or 8 columns of each in registers
+/// ([`row2`]), an odd last row with 128, 64, 32, 16 or 8 ([`row1`]), and the last `k mod 8`
+/// columns one at a time.
 /// The two products as two copies each: `avx2,f16c` (every element type) and, on CPUs with
 /// AVX-512F, `avx512f,avx2,f16c` (int8 and bf16, and f32's single rows and wide value rows:
 /// [`Lane8::WIDE`], [`Lane8::ROWS_WIDE`]), whose inner loops convert and multiply sixteen values
