@@ -383,6 +383,17 @@ pub(crate) fn scan<F: Float, L: Load<F>>(src: L) -> Scan<F> {
             return Scan { max: m, nan };
         }
     }
+    // f32 on x86_64 with AVX2: the same lanes and tree, by hand (`tree_x86::scan`).
+    #[cfg(softmax_dispatch)]
+    if F::SIGNIFICAND_BITS == 24 {
+        if let Some((max, nan)) = crate::tree_x86::scan(src) {
+            // Exact: an f32 through f64 and back (the max is never NaN).
+            return Scan {
+                max: F::from_f64(max.into()),
+                nan,
+            };
+        }
+    }
     scan_lanes(src)
 }
 

@@ -11,15 +11,24 @@
 //! the largest fixed cost (`harness/tests/dispatch_levels.rs` compares the bits at every level,
 //! the `bits` fixture pins them).
 //!
-//! The `unsafe` of the tree is confined to this file: the call of the `#[target_feature]` copy,
-//! made only after the dispatch has found AVX2 ([`simd::known`]).
+//! The max pass of the same kernels ([`scan`]: `kernel::scan`'s sixteen lane maxima and NaN flags
+//! and their pairwise tree) has its AVX2 copy here too, for the same reason: LLVM compiled the
+//! portable loop into two-lane `vmaxps` on 64-bit loads, eight instructions per chunk of sixteen
+//! where two do.
+//!
+//! The `unsafe` of the tree and the scan is confined to this file: the calls of the
+//! `#[target_feature]` copies, made only after the dispatch has found AVX2 ([`simd::known`]), and
+//! the scan's loads.
 #![allow(unsafe_code)]
 
+use crate::float::Float;
+use crate::kernel::{for_each_chunk, Load, LANES};
 use crate::simd::{self, Level};
 use core::arch::x86_64::{
-    __m128, __m256, _mm256_add_ps, _mm256_castps256_ps128, _mm256_extractf128_ps, _mm256_loadu_ps,
-    _mm256_setzero_ps, _mm256_sub_ps, _mm_add_ps, _mm_cvtss_f32, _mm_movehdup_ps, _mm_movehl_ps,
-    _mm_sub_ps,
+    __m128, __m256, _mm256_add_ps, _mm256_castps256_ps128, _mm256_cmp_ps, _mm256_extractf128_ps,
+    _mm256_loadu_ps, _mm256_max_ps, _mm256_movemask_ps, _mm256_or_ps, _mm256_set1_ps,
+    _mm256_setzero_ps, _mm256_sub_ps, _mm_add_ps, _mm_cvtss_f32, _mm_max_ps, _mm_max_ss,
+    _mm_movehdup_ps, _mm_movehl_ps, _mm_sub_ps, _CMP_UNORD_Q,
 };
 
 /// `(s[0], c[0])` after the tree of [`Totals::finish`](crate::kernel) over `s` and `c` (16 or 32
@@ -105,4 +114,54 @@ fn tree32(s: &[f32; 32], c: &[f32; 32]) -> (f32, f32) {
     let (s1, c1) = level8(load(s, 8), load(s, 24), load(c, 8), load(c, 24));
     let (s, c) = level8(s0, s1, c0, c1);
     tree8(s, c)
+}
+
+/// `(max, nan)` of `kernel::scan_lanes` over an f32 row (`F` is f32: the caller checks), or
+/// `None` when the CPU lacks AVX2. Lane `l` of sixteen keeps `select(x > m, x, m)` over the values
+/// `x` at `l mod 16` in order (`maxps(x, m)`: its first operand where greater, else the second,
+/// NaN and equal zeros included), the lanes are combined pairwise as `tree` combines them (lane
+/// `i` with `i + h`: `select(b > a, b, a)` = `maxps(b, a)`), and `nan` is whether any value is
+/// NaN: the same bits as the portable loop.
+#[inline(always)]
+pub(crate) fn scan<F: Float, L: Load<F>>(src: L) -> Option<(f32, bool)> {
+    if simd::known() < Level::Avx2 {
+        return None;
+    }
+    // SAFETY: the known level is AVX2 or above (the CPU supports AVX2, the OS the YMM state).
+    Some(unsafe { scan16(src) })
+}
+
+const _: () = assert!(LANES == 16, "scan16 holds the sixteen lanes in two vectors");
+
+#[target_feature(enable = "avx2")]
+#[inline]
+fn scan16<F: Float, L: Load<F>>(src: L) -> (f32, bool) {
+    let mut lo = _mm256_set1_ps(f32::NEG_INFINITY);
+    let mut hi = lo;
+    let mut nan = _mm256_setzero_ps();
+    for_each_chunk(
+        src,
+        #[inline(always)]
+        |c| {
+            // The identity on f32 (the only type the caller lets through).
+            let c = c.map(|x| f32::from_bits(x.to_bits().into() as u32));
+            let (a, b) = c.split_at(8);
+            // SAFETY: `a` and `b` are eight floats each; unaligned loads.
+            let (a, b) = unsafe { (_mm256_loadu_ps(a.as_ptr()), _mm256_loadu_ps(b.as_ptr())) };
+            lo = _mm256_max_ps(a, lo);
+            hi = _mm256_max_ps(b, hi);
+            let unordered = _mm256_or_ps(
+                _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a),
+                _mm256_cmp_ps::<_CMP_UNORD_Q>(b, b),
+            );
+            nan = _mm256_or_ps(nan, unordered);
+        },
+    );
+    // Lanes l and l + 8, then l and l + 4, l + 2, l + 1 (the higher lane first, as `tree`'s
+    // `select(b > a, b, a)` with `b` the higher lane).
+    let v = _mm256_max_ps(hi, lo);
+    let w = _mm_max_ps(_mm256_extractf128_ps::<1>(v), _mm256_castps256_ps128(v));
+    let x = _mm_max_ps(_mm_movehl_ps(w, w), w);
+    let y = _mm_max_ss(_mm_movehdup_ps(x), x);
+    (_mm_cvtss_f32(y), _mm256_movemask_ps(nan) != 0)
 }
