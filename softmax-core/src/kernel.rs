@@ -386,7 +386,11 @@ pub(crate) fn scan<F: Float, L: Load<F>>(src: L) -> Scan<F> {
     // f32 on x86_64 with AVX2: the same lanes and tree, by hand (`tree_x86::scan`).
     #[cfg(softmax_dispatch)]
     if F::SIGNIFICAND_BITS == 24 {
-        if let Some((max, nan)) = crate::tree_x86::scan(src) {
+        // The identity on f32 (this branch is compiled out for f64).
+        let bits = |c: [F; LANES]| c.map(|x| f32::from_bits(x.to_bits().into() as u32));
+        if let Some((max, nan)) =
+            crate::tree_x86::scan(src.chunks().map(bits), src.tail().map(bits))
+        {
             // Exact: an f32 through f64 and back (the max is never NaN).
             return Scan {
                 max: F::from_f64(max.into()),

@@ -21,8 +21,6 @@
 //! the scan's loads.
 #![allow(unsafe_code)]
 
-use crate::float::Float;
-use crate::kernel::{for_each_chunk, Load, LANES};
 use crate::simd::{self, Level};
 use core::arch::x86_64::{
     __m128, __m256, _mm256_add_ps, _mm256_castps256_ps128, _mm256_cmp_ps, _mm256_extractf128_ps,
@@ -116,47 +114,48 @@ fn tree32(s: &[f32; 32], c: &[f32; 32]) -> (f32, f32) {
     tree8(s, c)
 }
 
-/// `(max, nan)` of `kernel::scan_lanes` over an f32 row (`F` is f32: the caller checks), or
-/// `None` when the CPU lacks AVX2. Lane `l` of sixteen keeps `select(x > m, x, m)` over the values
-/// `x` at `l mod 16` in order (`maxps(x, m)`: its first operand where greater, else the second,
-/// NaN and equal zeros included), the lanes are combined pairwise as `tree` combines them (lane
-/// `i` with `i + h`: `select(b > a, b, a)` = `maxps(b, a)`), and `nan` is whether any value is
-/// NaN: the same bits as the portable loop.
+/// `(max, nan)` of `kernel::scan_lanes` over an f32 row given as its chunks of sixteen and its
+/// padded tail, or `None` when the CPU lacks AVX2. Lane `l` keeps `select(x > m, x, m)` over the
+/// values `x` at `l mod 16` in order (`maxps(x, m)`: its first operand where greater, else the
+/// second, NaN and equal zeros included), the lanes are combined pairwise as `tree` combines them
+/// (lane `i` with `i + h`: `select(b > a, b, a)` = `maxps(b, a)`), and `nan` is whether any value
+/// is NaN: the same bits as the portable loop.
 #[inline(always)]
-pub(crate) fn scan<F: Float, L: Load<F>>(src: L) -> Option<(f32, bool)> {
+pub(crate) fn scan(
+    chunks: impl Iterator<Item = [f32; 16]>,
+    tail: Option<[f32; 16]>,
+) -> Option<(f32, bool)> {
     if simd::known() < Level::Avx2 {
         return None;
     }
     // SAFETY: the known level is AVX2 or above (the CPU supports AVX2, the OS the YMM state).
-    Some(unsafe { scan16(src) })
+    Some(unsafe { scan16(chunks, tail) })
 }
-
-const _: () = assert!(LANES == 16, "scan16 holds the sixteen lanes in two vectors");
 
 #[target_feature(enable = "avx2")]
 #[inline]
-fn scan16<F: Float, L: Load<F>>(src: L) -> (f32, bool) {
+fn scan16(chunks: impl Iterator<Item = [f32; 16]>, tail: Option<[f32; 16]>) -> (f32, bool) {
     let mut lo = _mm256_set1_ps(f32::NEG_INFINITY);
     let mut hi = lo;
     let mut nan = _mm256_setzero_ps();
-    for_each_chunk(
-        src,
-        #[inline(always)]
-        |c| {
-            // The identity on f32 (the only type the caller lets through).
-            let c = c.map(|x| f32::from_bits(x.to_bits().into() as u32));
-            let (a, b) = c.split_at(8);
-            // SAFETY: `a` and `b` are eight floats each; unaligned loads.
-            let (a, b) = unsafe { (_mm256_loadu_ps(a.as_ptr()), _mm256_loadu_ps(b.as_ptr())) };
-            lo = _mm256_max_ps(a, lo);
-            hi = _mm256_max_ps(b, hi);
-            let unordered = _mm256_or_ps(
-                _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a),
-                _mm256_cmp_ps::<_CMP_UNORD_Q>(b, b),
-            );
-            nan = _mm256_or_ps(nan, unordered);
-        },
-    );
+    let mut step = |c: &[f32; 16]| {
+        let (a, b) = c.split_at(8);
+        // SAFETY: `a` and `b` are eight floats each; unaligned loads.
+        let (a, b) = unsafe { (_mm256_loadu_ps(a.as_ptr()), _mm256_loadu_ps(b.as_ptr())) };
+        lo = _mm256_max_ps(a, lo);
+        hi = _mm256_max_ps(b, hi);
+        let unordered = _mm256_or_ps(
+            _mm256_cmp_ps::<_CMP_UNORD_Q>(a, a),
+            _mm256_cmp_ps::<_CMP_UNORD_Q>(b, b),
+        );
+        nan = _mm256_or_ps(nan, unordered);
+    };
+    for c in chunks {
+        step(&c);
+    }
+    if let Some(t) = tail {
+        step(&t);
+    }
     // Lanes l and l + 8, then l and l + 4, l + 2, l + 1 (the higher lane first, as `tree`'s
     // `select(b > a, b, a)` with `b` the higher lane).
     let v = _mm256_max_ps(hi, lo);
