@@ -601,14 +601,15 @@ fn clock_ghz() -> f64 {
 }
 
 /// The vector peak the products are compared with: f32 lanes per vector × FMA ports × 2 flops ×
-/// the measured clock, the lanes and ports taken from the CPU's vendor and family (Linux's
-/// `/proc/cpuinfo`) at the dispatched level's width. A constant cannot be right everywhere: a
-/// Zen 3 or Zen 4 core runs two 256-bit FMA pipes (and two add pipes; an AVX-512 operation in
-/// two halves), a Zen 5 core two 512-bit FMA pipes and two 512-bit add pipes (64 flops per
-/// cycle: a 32-flop figure put its products above 100%), an Intel AVX-512 core one or two
-/// 512-bit FMA units (two assumed: most Xeon Scalable parts). The products' separate multiply
-/// and add reach the peak on the AMD cores (the adds run on their own pipes) and half of it on
-/// Intel's (they share the FMA units).
+/// the measured clock, the lanes and ports taken from the CPU's vendor, family and model
+/// (Linux's `/proc/cpuinfo`) at the dispatched level's width; `None` (no share printed) for a
+/// family or model not in the table. A constant cannot be right everywhere: a Zen 3 or Zen 4
+/// core runs two 256-bit FMA pipes (and two add pipes; an AVX-512 operation in two halves), a
+/// Zen 5 core two 512-bit FMA pipes and two 512-bit add pipes (64 flops per cycle: a 32-flop
+/// figure put its products above 100%), an Intel AVX-512 core one or two 512-bit FMA units (two
+/// assumed: most Xeon Scalable parts). The products' separate multiply and add reach the peak
+/// on the AMD cores (the adds run on their own pipes) and half of it on Intel's (they share the
+/// FMA units).
 struct Peak {
     /// f32 lanes per operation on the FMA pipes.
     lanes: usize,
@@ -639,10 +640,21 @@ impl Peak {
         } else {
             4
         };
-        let (lanes, core) = match (vendor.as_str(), family) {
-            ("AuthenticAMD", 26) => (width, "AMD Zen 5: 512-bit FMA pipes"),
-            ("AuthenticAMD", 23 | 25) => (width.min(8), "AMD Zen 2 to Zen 4: 256-bit FMA pipes"),
-            ("GenuineIntel", 6) => (width, "Intel: two FMA units assumed"),
+        let model = field("model")?.parse::<u32>().ok()?;
+        let (lanes, core) = match (vendor.as_str(), family, model) {
+            // Server (Turin) and desktop (Granite Ridge) Zen 5; the mobile parts' FP datapath is
+            // 256 bits wide, and the other models are not in this table.
+            ("AuthenticAMD", 26, 0x00..=0x1f | 0x40..=0x4f) => {
+                (width, "AMD Zen 5: 512-bit FMA pipes")
+            }
+            ("AuthenticAMD", 25, _) | ("AuthenticAMD", 23, 0x30..) => {
+                (width.min(8), "AMD Zen 2 to Zen 4: 256-bit FMA pipes")
+            }
+            ("AuthenticAMD", 23, _) => (width.min(4), "AMD Zen and Zen+: 128-bit FMA pipes"),
+            ("GenuineIntel", 6, _) => (
+                width,
+                "Intel: two FMA units assumed; one-unit parts and E-cores peak lower",
+            ),
             _ => return None,
         };
         Some(Peak {
@@ -781,9 +793,9 @@ fn unit_input(n: usize, seed: u64) -> Vec<f32> {
 
 /// A plain read of `bytes` (summed as 32-bit words into 64 running sums by [`lane_sums`], at
 /// the dispatched level: the memory traffic of the cache's bytes, with as little arithmetic as
-/// the loop allows). One running sum made the loop's speed depend on where the linker placed
-/// it: the same source read the decoder's 4 MiB at 10.1 ns per key in one build and 17.6–17.9
-/// in the next.
+/// the loop allows). Compiled for the SSE2 baseline, as it was before, its speed depended on how
+/// LLVM laid the loop out: the same source read the decoder's 4 MiB at 10.1 ns per key in one
+/// build and 17.6–17.9 in the next.
 fn read_bytes(name: String, bytes: &[u8]) -> Contender<'_> {
     Contender {
         name,

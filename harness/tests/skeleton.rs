@@ -377,7 +377,8 @@ fn normaliser_paths_agree_bitwise() {
 /// `softmax_lse_scaled` is `softmax_lse` followed by `y_i *= scale`, bit for bit, and its `p_at`
 /// is `softmax_lse`'s `y[at]` (NaN past the row's end): rows with ties at the maximum, `-inf`
 /// entries, a NaN, `+inf` entries, only `-inf`, at lengths around the lane count and the block
-/// length; scales 1/8, 1/3, 1, 0 and 3e38 (whose products overflow); f32 and f64, Poly and Libm.
+/// length; scales 1/8, 1/3, 1, 0 and 3e38 (near f32's largest finite value: the products stay
+/// finite, as every `y_i <= 1`); f32 and f64, Poly and Libm.
 #[test]
 fn softmax_lse_scaled_is_softmax_lse_then_a_product() {
     fn check<F, B>(b: B, x: &[F])
