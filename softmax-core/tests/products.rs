@@ -119,6 +119,35 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
     assert_eq!(cases, 12 * 12 * 16);
 }
 
+/// Dot products whose every product is −0 sum to +0 (lanes start from +0 in the definition);
+/// the AVX-512 score kernel starts its lanes from the first products instead and turns the
+/// −0 this gives back into +0. Rows of ±0 against rows of the opposite sign, and one row
+/// whose products are all −0 but one +0, at every head dimension the kernel takes.
+#[test]
+fn products_of_negative_zeros_sum_as_in_the_definition() {
+    level_under_test();
+    for k in [16usize, 32, 48, 64, 80, 96, 112, 128, 144] {
+        let (m, n) = (8, 5);
+        let a: Vec<f32> = (0..m * k)
+            .map(|i| if (i / k) % 2 == 0 { -0.0 } else { 1.5 })
+            .collect();
+        let mut b: Vec<f32> = (0..n * k)
+            .map(|i| if (i / k) % 2 == 0 { 0.0 } else { -0.0 })
+            .collect();
+        // Row 4 of B: −0 everywhere but one +0 product with the odd rows of A.
+        b[4 * k + k / 2] = 0.0;
+        b.iter_mut().skip(4 * k).take(k / 2).for_each(|x| *x = -0.0);
+        let mut c = vec![f32::NAN; m * n];
+        linalg::matmul_nt(&a, &b, k, &mut c).unwrap();
+        let want = dots(&a, &b, k);
+        assert!(same(&c, &want), "k={k}: {c:?} against {want:?}");
+        assert!(
+            c.iter().all(|x| x.to_bits() == 0),
+            "k={k}: every sum is +0: {c:?}"
+        );
+    }
+}
+
 #[test]
 fn non_finite_inputs_propagate_as_in_the_definition() {
     level_under_test();

@@ -47,6 +47,11 @@ use core::arch::x86_64::{
     _mm512_setzero_ps, _mm512_shuffle_f32x4, _mm512_shuffle_ps, _mm512_slli_epi32,
     _mm512_storeu_ps, _mm_castps_pd, _mm_cvtsd_f64, _mm_unpackhi_pd,
 };
+use core::arch::x86_64::{
+    _mm512_castpd_ps, _mm512_loadu_pd, _mm512_permutex2var_pd, _mm512_set1_pd, _mm512_setr_epi64,
+    _mm512_setzero_pd, _mm512_shuffle_f64x2, _mm512_store_pd, _mm512_unpackhi_pd,
+    _mm512_unpacklo_pd, _mm_prefetch, _mm_storeu_ps, _MM_HINT_T0,
+};
 use half::{bf16, f16};
 
 /// An element type of `B` the kernels read eight at a time: f32 as it is, a stored format
@@ -82,11 +87,37 @@ pub(crate) trait Lane8: Operand<f32> {
     ///
     /// The CPU must support AVX-512F (callers are the AVX-512 copies of the kernels).
     unsafe fn load16(x: &[Self; 16], s: Self::Scale) -> __m512;
+
+    /// Whether the score product of eight rows takes [`block8x2_pairs`] (f32 only: a stored
+    /// format would convert each pair of values on its own, measured nowhere).
+    const PAIRS: bool = false;
+
+    /// The pair `x[0].load(s), x[1].load(s)` in every 64-bit lane of a vector.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F (callers are the AVX-512 copies of the kernels).
+    #[inline(always)]
+    unsafe fn pair(x: &[Self; 2], s: Self::Scale) -> __m512 {
+        let bits = |v: f32| u64::from(v.to_bits());
+        let both = bits(x[0].load(s)) | (bits(x[1].load(s)) << 32);
+        _mm512_castpd_ps(_mm512_set1_pd(f64::from_bits(both)))
+    }
 }
 
 impl Lane8 for f32 {
     const WIDE: bool = false;
     const ROWS_WIDE: bool = true;
+    const PAIRS: bool = true;
+    #[inline(always)]
+    unsafe fn pair(x: &[f32; 2], _: ()) -> __m512 {
+        // SAFETY: AVX-512F (the caller's contract); `x` is two floats, 8 bytes, read unaligned
+        // as the bits of one double (one broadcast load).
+        unsafe {
+            let d = core::ptr::from_ref(x).cast::<f64>().read_unaligned();
+            _mm512_castpd_ps(_mm512_set1_pd(d))
+        }
+    }
     #[inline(always)]
     unsafe fn load16(x: &[f32; 16], _: ()) -> __m512 {
         // SAFETY: AVX-512F (the caller's contract); `x` is 16 floats, unaligned load.
@@ -261,6 +292,25 @@ const _: () = assert!(
 );
 /// Rows of `B` per group in `matmul_nn` (the portable loop's: the same walk).
 const GROUP: usize = super::portable::GROUP;
+
+/// How far ahead a single row of `A` (a decoding query) asks for the rows of `B` it is about to
+/// read from memory: `AHEAD` groups of four keys in the score product, `AHEAD` value rows in the
+/// value product. A query over a 4096-key cache at d = 128 on a Zen 5: 11.6–12.7 ns per key
+/// without, 11.2–11.4 with (interleaved runs; asking for the keys alone gave 11.2–12.3, and two
+/// or eight groups ahead were within the noise of four).
+const AHEAD: usize = 4;
+
+/// Asks for the cache lines of the `size_of_val(x)` bytes that start `dist` bytes past `x`
+/// (`prefetcht0`: a hint; nothing is read, and an address past the end of a buffer is
+/// harmless).
+#[inline(always)]
+fn prefetch_ahead<T>(x: &[T], dist: usize) {
+    let p = x.as_ptr().cast::<i8>().wrapping_add(dist);
+    for off in (0..core::mem::size_of_val(x)).step_by(64) {
+        // SAFETY: SSE is part of x86_64's baseline; a prefetch reads nothing and cannot fault.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off)) };
+    }
+}
 
 #[target_feature(enable = "avx2")]
 #[inline]
@@ -544,10 +594,14 @@ struct Lines([[f32; L]; QB * ALIGNED_K / L]);
 /// `C = A·Bᵀ` for the first `8·⌊m/8⌋` rows of `A` (`a` `m × k`, `b` `n × k`, `c` `m × n`,
 /// `k > 0`), on CPUs with AVX-512F; returns the number of rows done (none unless `k` is a
 /// multiple of 16: a padded last chunk would cost the loop its bounds-free loads). Eight rows
-/// of `A` take the rows of `B` two at a time ([`block8x2`]: sixteen dot products in sixteen 512-bit running
-/// sums, each chunk of `B` loaded and converted once for the eight rows), so `B` streams
-/// through once per eight rows (attention's key block once per query tile, from L2), and the
-/// sixteen lane trees are combined together ([`tree16`]). An odd last row of `B` goes with
+/// of `A` take the rows of `B` two at a time ([`scores8`]: sixteen dot products in sixteen
+/// 512-bit running sums, each chunk of `B` loaded and converted once for the eight rows), so
+/// `B` streams through once per eight rows (attention's key block once per query tile, from
+/// L2). f32 rows of up to 128 values go with their lane pairs interleaved
+/// ([`block8x2_pairs`], [`tree_pairs`]: no lane moves before the lane tree's last level), the
+/// others chunk by chunk ([`block8x2`], whose sixteen lane trees [`tree16`] combines with 30
+/// shuffles per pair of rows of `B`: on a Zen 5, 0.0138–0.0141 ns per multiply-add on the 8 ×
+/// 128 tile at d = 64 against 0.0121–0.0124 by pairs). An odd last row of `B` goes with
 /// [`dots`]. Every element is `portable::dot` to the bit.
 #[target_feature(enable = "avx512f,avx2,f16c")]
 fn kernel_nt8<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [f32]) -> usize {
@@ -558,8 +612,7 @@ fn kernel_nt8<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [
         return 0;
     };
     let groups = ma.min(mc) / QB;
-    let (Some(ak), Some(cn), Some(bk)) = (k.checked_mul(QB), n.checked_mul(QB), k.checked_mul(2))
-    else {
+    let (Some(ak), Some(cn)) = (k.checked_mul(QB), n.checked_mul(QB)) else {
         return 0;
     };
     if !k.is_multiple_of(L) {
@@ -573,52 +626,36 @@ fn kernel_nt8<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [
     let mut lines = Lines([[0.0; L]; QB * ALIGNED_K / L]);
     let kc = k / L;
     for (a8, c8) in a.chunks_exact(ak).zip(c.chunks_exact_mut(cn)).take(groups) {
-        let chunks: [&[[f32; L]]; QB] = if k <= ALIGNED_K {
-            for (line, x) in lines.0.iter_mut().zip(a8.as_chunks::<L>().0) {
-                *line = *x;
-            }
-            core::array::from_fn(|i| lines.0.get(i * kc..(i + 1) * kc).unwrap_or(&[]))
-        } else {
-            core::array::from_fn(|i| row(a8, i, k).as_chunks::<L>().0)
-        };
-        let mut b_pairs = b.chunks_exact(bk);
-        let mut j = 0;
-        for bp in &mut b_pairs {
-            let (b0, b1) = bp.split_at(k);
-            let s2 = [scale(sc, j), scale(sc, j + 1)];
-            let r = tree16(block8x2::<U>(chunks, [b0, b1], s2));
-            // Quarter q of `r` holds rows 2q and 2q + 1 (two results each), stored straight from
-            // the registers (a copy through the stack measured slower: the narrow reloads
-            // waited on the wide store).
-            let quarters = [
-                _mm512_castps512_ps128(r),
-                _mm512_extractf32x4_ps::<1>(r),
-                _mm512_extractf32x4_ps::<2>(r),
-                _mm512_extractf32x4_ps::<3>(r),
-            ];
-            for (q, &x) in quarters.iter().enumerate() {
-                // Row 2q's two scores, then row 2q + 1's, n values further: both pairs under
-                // one check (two checks let the compiler repeat the extraction in each).
-                let at = 2 * q * n + j;
-                let Some((r0, r1)) = c8
-                    .get_mut(at..at + n + 2)
-                    .and_then(|span| span.split_at_mut_checked(n))
-                else {
-                    continue;
-                };
-                if let (Some(y0), Some(y1)) = (r0.first_chunk_mut::<2>(), r1.first_chunk_mut::<2>())
-                {
-                    // The two pairs as the two halves of a double (bits moved, not converted).
-                    let xd = _mm_castps_pd(x);
-                    let (lo, hi) = (_mm_cvtsd_f64(xd), _mm_cvtsd_f64(_mm_unpackhi_pd(xd, xd)));
-                    // SAFETY: `y0` and `y1` are two floats each, 8 bytes, written unaligned.
-                    unsafe {
-                        core::ptr::from_mut(y0).cast::<f64>().write_unaligned(lo);
-                        core::ptr::from_mut(y1).cast::<f64>().write_unaligned(hi);
+        // f32 rows with their lane pairs interleaved ([`pack_pairs`], [`block8x2_pairs`]): the
+        // chunk count (1 to 8) fixed at compile time, so the loops unroll.
+        if U::PAIRS && k <= ALIGNED_K {
+            pack_pairs(a8, k, &mut lines);
+            let by_pairs = lines.0.as_chunks::<P>().0;
+            macro_rules! by_pairs {
+                ($($kc:literal)*) => {
+                    match kc {
+                        $($kc => {
+                            if let Some(x) = by_pairs.first_chunk::<$kc>() {
+                                scores8(b, sc, k, n, c8, &ByPairs(x));
+                            }
+                        })*
+                        _ => {}
                     }
+                };
+            }
+            by_pairs!(1 2 3 4 5 6 7 8);
+        } else {
+            if k <= ALIGNED_K {
+                for (line, x) in lines.0.iter_mut().zip(a8.as_chunks::<L>().0) {
+                    *line = *x;
                 }
             }
-            j += 2;
+            let chunks: [&[[f32; L]]; QB] = if k <= ALIGNED_K {
+                core::array::from_fn(|i| lines.0.get(i * kc..(i + 1) * kc).unwrap_or(&[]))
+            } else {
+                core::array::from_fn(|i| row(a8, i, k).as_chunks::<L>().0)
+            };
+            scores8(b, sc, k, n, c8, &ByChunks(chunks));
         }
         if n % 2 == 1 {
             let (b_last, j) = (row(b, n - 1, k), n - 1);
@@ -638,12 +675,282 @@ fn kernel_nt8<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [
     groups * QB
 }
 
+/// The columns of eight rows of `C` (`c8`, `8 × n`) from the rows of `B` two at a time:
+/// `block`'s sixteen dot products (eight rows of `A` against two rows of `B`), stored four
+/// columns per row at a time. An odd last row of `B` is left to the caller.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+#[inline]
+fn scores8<U: Lane8, B: Block<U>>(
+    b: &[U],
+    sc: &[U::Scale],
+    k: usize,
+    n: usize,
+    c8: &mut [f32],
+    block: &B,
+) {
+    let Some(bk) = k.checked_mul(2) else {
+        return;
+    };
+    // Rows j and j + 1 of `B` (`bp`) against the eight rows: `block`'s result plus 0, which
+    // turns a −0 (a sum whose every product is −0, from lanes that started at their first
+    // product: [`block8x2_pairs`]) into the +0 of lanes started at +0 and leaves every other
+    // value as it is.
+    macro_rules! two {
+        ($bp:expr, $j:expr) => {{
+            let (b0, b1) = $bp.split_at(k);
+            let s2 = [scale(sc, $j), scale(sc, $j + 1)];
+            // SAFETY: this function runs with AVX-512F, AVX2 and F16C.
+            _mm512_add_ps(unsafe { block.two(&[b0, b1], s2) }, _mm512_setzero_ps())
+        }};
+    }
+    // One call of `block` (a second copy is not inlined): pairs of columns are computed one
+    // at a time, and stored two at a time.
+    let mut held = None;
+    let mut j = 0;
+    for (i, bp) in b.chunks_exact(bk).enumerate() {
+        let y = two!(bp, 2 * i);
+        let Some(x) = held.take() else {
+            held = Some(y);
+            continue;
+        };
+        // Quarter q of `x` (of `y`): rows 2q and 2q + 1 with columns j, j + 1 (j + 2, j + 3);
+        // as doubles, `unpacklo` gathers row 2q's four columns in quarter q, `unpackhi` row
+        // 2q + 1's.
+        let (xd, yd) = (_mm512_castps_pd(x), _mm512_castps_pd(y));
+        let (ev, od) = (_mm512_unpacklo_pd(xd, yd), _mm512_unpackhi_pd(xd, yd));
+        let quarters = [
+            _mm512_castps512_ps128(_mm512_castpd_ps(ev)),
+            _mm512_castps512_ps128(_mm512_castpd_ps(od)),
+            _mm512_extractf32x4_ps::<1>(_mm512_castpd_ps(ev)),
+            _mm512_extractf32x4_ps::<1>(_mm512_castpd_ps(od)),
+            _mm512_extractf32x4_ps::<2>(_mm512_castpd_ps(ev)),
+            _mm512_extractf32x4_ps::<2>(_mm512_castpd_ps(od)),
+            _mm512_extractf32x4_ps::<3>(_mm512_castpd_ps(ev)),
+            _mm512_extractf32x4_ps::<3>(_mm512_castpd_ps(od)),
+        ];
+        for (r, &v) in quarters.iter().enumerate() {
+            if let Some(dst) = c8
+                .get_mut(r * n + j..)
+                .and_then(|x| x.first_chunk_mut::<4>())
+            {
+                // SAFETY: `dst` is four floats, written unaligned (SSE, part of AVX2).
+                unsafe { _mm_storeu_ps(dst.as_mut_ptr(), v) };
+            }
+        }
+        j += 4;
+    }
+    if let Some(r) = held {
+        // Quarter q of `r` holds rows 2q and 2q + 1 (two results each), stored straight from
+        // the registers (a copy through the stack measured slower: the narrow reloads
+        // waited on the wide store).
+        let quarters = [
+            _mm512_castps512_ps128(r),
+            _mm512_extractf32x4_ps::<1>(r),
+            _mm512_extractf32x4_ps::<2>(r),
+            _mm512_extractf32x4_ps::<3>(r),
+        ];
+        for (q, &x) in quarters.iter().enumerate() {
+            // Row 2q's two scores, then row 2q + 1's, n values further.
+            let at = 2 * q * n + j;
+            let Some((r0, r1)) = c8
+                .get_mut(at..at + n + 2)
+                .and_then(|span| span.split_at_mut_checked(n))
+            else {
+                continue;
+            };
+            if let (Some(y0), Some(y1)) = (r0.first_chunk_mut::<2>(), r1.first_chunk_mut::<2>()) {
+                // The two pairs as the two halves of a double (bits moved, not converted).
+                let xd = _mm_castps_pd(x);
+                let (lo, hi) = (_mm_cvtsd_f64(xd), _mm_cvtsd_f64(_mm_unpackhi_pd(xd, xd)));
+                // SAFETY: `y0` and `y1` are two floats each, 8 bytes, written unaligned.
+                unsafe {
+                    core::ptr::from_mut(y0).cast::<f64>().write_unaligned(lo);
+                    core::ptr::from_mut(y1).cast::<f64>().write_unaligned(hi);
+                }
+            }
+        }
+    }
+}
+
+/// A way to compute the sixteen dot products of eight rows of `A` with two rows of `B`, as
+/// [`tree16`]'s result vector (quarter `q`: rows `2q` and `2q + 1`, each with both rows of
+/// `B`).
+trait Block<U: Lane8> {
+    /// The sixteen dot products.
+    ///
+    /// # Safety
+    ///
+    /// The CPU must support AVX-512F, AVX2 and F16C (callers are the AVX-512 kernels).
+    unsafe fn two(&self, b: &[&[U]; 2], s: [U::Scale; 2]) -> __m512;
+}
+
+/// Rows of `A` read chunk by chunk ([`block8x2`], [`tree16`]).
+struct ByChunks<'a>([&'a [[f32; L]]; QB]);
+
+impl<U: Lane8> Block<U> for ByChunks<'_> {
+    #[inline(always)]
+    unsafe fn two(&self, b: &[&[U]; 2], s: [U::Scale; 2]) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe { tree16(block8x2::<U>(self.0, b, s)) }
+    }
+}
+
+/// Rows of `KC` chunks with their lane pairs interleaved ([`block8x2_pairs`], [`tree_pairs`]).
+struct ByPairs<'a, const KC: usize>(&'a [[[f32; L]; P]; KC]);
+
+impl<U: Lane8, const KC: usize> Block<U> for ByPairs<'_, KC> {
+    #[inline(always)]
+    unsafe fn two(&self, b: &[&[U]; 2], s: [U::Scale; 2]) -> __m512 {
+        // SAFETY: the caller's contract.
+        unsafe { tree_pairs(block8x2_pairs::<U, KC>(self.0, b, s)) }
+    }
+}
+
+/// Lane pairs per chunk: the 16 lanes of a chunk as 8 pairs of neighbours.
+const P: usize = L / 2;
+
+/// Eight rows of `A` (`a8`, `8 × k`, `k` a multiple of 16, at most [`ALIGNED_K`]) into `lines`
+/// with their lane pairs interleaved: line `8t + m` holds, for rows `0..8` in turn, the two
+/// values `16t + 2m` and `16t + 2m + 1` (lanes `2m` and `2m + 1` of chunk `t`). An 8×8
+/// transpose of 64-bit pairs per chunk, in three rounds of 8 shuffles.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+#[inline]
+fn pack_pairs(a8: &[f32], k: usize, lines: &mut Lines) {
+    let Some(rows) = a8.get(..QB * k) else {
+        return;
+    };
+    let lo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11);
+    let hi = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    let lo2 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+    let hi2 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    for (t, out) in lines.0.chunks_exact_mut(P).enumerate().take(k / L) {
+        // Chunk `t` of each row, as 8 doubles (pairs).
+        let mut r = [_mm512_setzero_pd(); QB];
+        for (i, x) in r.iter_mut().enumerate() {
+            if let Some(c) = rows.get(i * k + t * L..).and_then(|c| c.first_chunk::<L>()) {
+                // SAFETY: AVX-512F (this function's features); `c` is 16 floats, read
+                // unaligned as 8 doubles.
+                *x = unsafe { _mm512_loadu_pd(c.as_ptr().cast()) };
+            }
+        }
+        // Rows 2i and 2i + 1: their pairs 0..4 (`a[i][0]`) and 4..8 (`a[i][1]`) side by side.
+        let mut a = [[_mm512_setzero_pd(); 2]; 4];
+        for (x, y) in a.iter_mut().zip(r.as_chunks::<2>().0) {
+            *x = [
+                _mm512_permutex2var_pd(y[0], lo, y[1]),
+                _mm512_permutex2var_pd(y[0], hi, y[1]),
+            ];
+        }
+        for h in 0..4 {
+            // Rows 0..4 (`u`) and 4..8 (`v`) of pairs 2h and 2h + 1.
+            let idx = if h % 2 == 0 { lo2 } else { hi2 };
+            let u = _mm512_permutex2var_pd(a[0][h / 2], idx, a[1][h / 2]);
+            let v = _mm512_permutex2var_pd(a[2][h / 2], idx, a[3][h / 2]);
+            // Pair 2h: the low halves of `u` and `v`; pair 2h + 1: the high halves.
+            let (m0, m1) = (
+                _mm512_shuffle_f64x2::<0x44>(u, v),
+                _mm512_shuffle_f64x2::<0xEE>(u, v),
+            );
+            if let Some([y0, y1]) = out.get_mut(2 * h..2 * h + 2) {
+                // SAFETY: AVX-512F; each line is 16 floats aligned to 64 bytes (`Lines`).
+                unsafe {
+                    _mm512_store_pd(y0.as_mut_ptr().cast(), m0);
+                    _mm512_store_pd(y1.as_mut_ptr().cast(), m1);
+                }
+            }
+        }
+    }
+}
+
+/// The lanes of the sixteen dot products of eight rows of `A` (their lane pairs interleaved by
+/// [`pack_pairs`]: `a[t][m]`) with two rows of `B`: `acc[j][m]` holds, for each row `i`, lanes
+/// `2m` and `2m + 1` of its dot product with row `j` of `B` (values `2i`, `2i + 1`). Each line
+/// of `A` meets a pair of `B`'s values broadcast to every 64-bit lane, so no lane is moved
+/// until the lane tree's last level ([`tree_pairs`]). The lanes start from their first
+/// products, not from +0 as in the definition: `0 + p` is `p` for every `p` but −0 (LLVM keeps
+/// that addition, which is not `p` for −0), so where every product of a dot product is −0 the
+/// tree gives −0 instead of +0, and [`scores8`] adds +0 to every result, which turns it back
+/// and changes nothing else. 16 of the 79 additions per pair of rows of `B` go.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+#[inline]
+fn block8x2_pairs<U: Lane8, const KC: usize>(
+    a: &[[[f32; L]; P]; KC],
+    b: &[&[U]; 2],
+    s: [U::Scale; 2],
+) -> [[__m512; P]; 2] {
+    let (mut acc0, mut acc1) = ([_mm512_setzero_ps(); P], [_mm512_setzero_ps(); P]);
+    let (Some(b0), Some(b1)) = (
+        b[0].as_chunks::<L>().0.first_chunk::<KC>(),
+        b[1].as_chunks::<L>().0.first_chunk::<KC>(),
+    ) else {
+        return [acc0, acc1];
+    };
+    for (t, (at, (c0, c1))) in a.iter().zip(b0.iter().zip(b1)).enumerate() {
+        let (p0, p1) = (c0.as_chunks::<2>().0, c1.as_chunks::<2>().0);
+        for (m, ((line, x0), x1)) in at.iter().zip(p0).zip(p1).enumerate() {
+            // SAFETY: this function runs with AVX-512F.
+            let (va, v0, v1) =
+                unsafe { (f32::load16(line, ()), U::pair(x0, s[0]), U::pair(x1, s[1])) };
+            let (q0, q1) = (_mm512_mul_ps(va, v0), _mm512_mul_ps(va, v1));
+            if let (Some(y0), Some(y1)) = (acc0.get_mut(m), acc1.get_mut(m)) {
+                (*y0, *y1) = if t == 0 {
+                    (q0, q1)
+                } else {
+                    (_mm512_add_ps(*y0, q0), _mm512_add_ps(*y1, q1))
+                };
+            }
+        }
+    }
+    [acc0, acc1]
+}
+
+/// The lane trees of [`block8x2_pairs`]' sixteen dot products, in [`tree16`]'s result layout
+/// (quarter `q`: rows `2q` and `2q + 1`, each with rows 0 and 1 of `B`): lane `l + l+8` is line
+/// `m + m+4`, `l + l+4` is `m + m+2`, `l + l+2` is `m + m+1` (vertical additions), and the last
+/// level adds the two values of each pair.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn tree_pairs(acc: [[__m512; P]; 2]) -> __m512 {
+    let [[a0, a1, a2, a3, a4, a5, a6, a7], [b0, b1, b2, b3, b4, b5, b6, b7]] = acc;
+    let (x1, y1) = (
+        [
+            _mm512_add_ps(a0, a4),
+            _mm512_add_ps(a1, a5),
+            _mm512_add_ps(a2, a6),
+            _mm512_add_ps(a3, a7),
+        ],
+        [
+            _mm512_add_ps(b0, b4),
+            _mm512_add_ps(b1, b5),
+            _mm512_add_ps(b2, b6),
+            _mm512_add_ps(b3, b7),
+        ],
+    );
+    let (x2, y2) = (
+        [_mm512_add_ps(x1[0], x1[2]), _mm512_add_ps(x1[1], x1[3])],
+        [_mm512_add_ps(y1[0], y1[2]), _mm512_add_ps(y1[1], y1[3])],
+    );
+    let (x, y) = (
+        _mm512_castps_pd(_mm512_add_ps(x2[0], x2[1])),
+        _mm512_castps_pd(_mm512_add_ps(y2[0], y2[1])),
+    );
+    // Per quarter: [x_2q's pair, y_2q's pair], [x_2q+1's, y_2q+1's].
+    let (u, v) = (
+        _mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+        _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)),
+    );
+    _mm512_add_ps(
+        _mm512_shuffle_ps::<0x88>(u, v),
+        _mm512_shuffle_ps::<0xDD>(u, v),
+    )
+}
+
 /// The lanes of the sixteen dot products of eight rows of `A` (their chunks `a[i]`; `k` a
 /// multiple of 16) with two rows of `B`, `acc[i][j]` for row `i` of `A` and row `j` of `B`:
 /// [`lanes512`]'s operations, each chunk of `B` loaded and converted once for all eight rows.
 #[target_feature(enable = "avx512f,avx2,f16c")]
 #[inline]
-fn block8x2<U: Lane8>(a: [&[[f32; L]]; QB], b: [&[U]; 2], s: [U::Scale; 2]) -> [[__m512; 2]; QB] {
+fn block8x2<U: Lane8>(a: [&[[f32; L]]; QB], b: &[&[U]; 2], s: [U::Scale; 2]) -> [[__m512; 2]; QB] {
     let mut acc = [[_mm512_setzero_ps(); 2]; QB];
     let (b0c, b1c) = (b[0].as_chunks::<L>().0, b[1].as_chunks::<L>().0);
     // Every row of `A` has the chunks of `B` (all have `k / 16`), checked once here.
@@ -770,6 +1077,7 @@ fn columns<'a, U: Lane8 + 'a, const V: usize>(
         else {
             continue;
         };
+        prefetch_ahead(bv, AHEAD * core::mem::size_of_val(b_row));
         let xv = _mm256_set1_ps(x);
         for v in 0..V {
             // SAFETY: this function runs with AVX2 and F16C.
@@ -925,6 +1233,7 @@ fn columns512<'a, U: Lane8 + 'a, const V2: usize>(
         else {
             continue;
         };
+        prefetch_ahead(bv, AHEAD * core::mem::size_of_val(b_row));
         let xv = _mm512_set1_ps(x);
         for v in 0..V2 {
             // SAFETY: as above.
@@ -1165,6 +1474,7 @@ macro_rules! kernels {
                         let (cq, cr) = c0.as_chunks_mut::<4>();
                         let mut b_quads = b.chunks_exact(4 * k);
                         for (i, (x, bq)) in cq.iter_mut().zip(&mut b_quads).enumerate() {
+                            prefetch_ahead(bq, AHEAD * core::mem::size_of_val(bq));
                             let (b01, b23) = bq.split_at(2 * k);
                             let (b0, b1) = b01.split_at(k);
                             let (b2, b3) = b23.split_at(k);

@@ -19,7 +19,9 @@
 //! No fused multiply-add is ever formed, so x86_64 (at every [`simd`] level),
 //! Cortex-M4F and soft-float cores give identical results. On x86_64 with AVX2, f32
 //! [`matmul_nt`] and [`matmul_nn`] run a hand-scheduled copy of these loops: the same operations
-//! in the same order, so the same bits.
+//! in the same order, so the same bits (the AVX-512 score kernel starts each lane at its first
+//! product rather than at `0 + product`, and adds +0 to each result: the same value bit for bit,
+//! −0 included).
 //!
 //! # Two forms
 //!
