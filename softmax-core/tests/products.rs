@@ -50,6 +50,13 @@ fn level_under_test() {
             simd::level() >= Level::Avx2,
             "the AVX2 products were not used"
         );
+        // Where the CPU has AVX-512F, its copies (the eight-row score kernel among them) must
+        // be the ones under test.
+        assert_eq!(
+            simd::level(),
+            simd::detected(),
+            "the widest products were not used"
+        );
     } else {
         println!(
             "no AVX2 level (a build without the dispatch, or a CPU without AVX2): only the \
@@ -65,9 +72,11 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
     let mut cases = 0;
     for m in [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 19] {
         for n in [1usize, 2, 3, 4, 5, 7, 11, 15, 64, 65, 71, 130] {
-            // 128 and 144: eight rows of `A` copied to aligned lines, or read in place (AVX-512).
+            // 16 to 128 in steps of 16: the AVX-512 score kernel with lane pairs (f32); 144: eight
+            // rows of `A` read in place.
             for k in [
-                1usize, 5, 8, 15, 16, 17, 24, 33, 56, 64, 100, 120, 128, 129, 144, 200,
+                1usize, 5, 8, 15, 16, 17, 24, 32, 33, 48, 56, 64, 80, 96, 100, 112, 120, 128, 129,
+                144, 200,
             ] {
                 // C = A·Bᵀ: a is m × k, b is n × k.
                 let (a, b) = (values(&mut seed, m * k), values(&mut seed, n * k));
@@ -116,27 +125,34 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
             }
         }
     }
-    assert_eq!(cases, 12 * 12 * 16);
+    assert_eq!(cases, 12 * 12 * 21);
 }
 
 /// Dot products whose every product is −0 sum to +0 (lanes start from +0 in the definition);
 /// the AVX-512 score kernel starts its lanes from the first products instead and turns the
-/// −0 this gives back into +0. Rows of ±0 against rows of the opposite sign, and one row
-/// whose products are all −0 but one +0, at every head dimension the kernel takes.
+/// −0 this gives back into +0. Rows of −0 in `A` against rows of +0 in `B` and the other way
+/// round (every product −0), rows of 1.5 against them (±0 products), and a row of `B` whose
+/// products with the rows of −0 are all −0 but one +0, at every head dimension the kernel takes
+/// and one it does not (144); six rows of `B`, so the kernel (not the odd-row path) computes
+/// every column.
 #[test]
 fn products_of_negative_zeros_sum_as_in_the_definition() {
     level_under_test();
     for k in [16usize, 32, 48, 64, 80, 96, 112, 128, 144] {
-        let (m, n) = (8, 5);
+        let (m, n) = (8, 6);
         let a: Vec<f32> = (0..m * k)
-            .map(|i| if (i / k) % 2 == 0 { -0.0 } else { 1.5 })
+            .map(|i| match (i / k) % 3 {
+                0 => -0.0,
+                1 => 0.0,
+                _ => 1.5,
+            })
             .collect();
         let mut b: Vec<f32> = (0..n * k)
             .map(|i| if (i / k) % 2 == 0 { 0.0 } else { -0.0 })
             .collect();
-        // Row 4 of B: −0 everywhere but one +0 product with the odd rows of A.
+        // Row 4 of B: −0 everywhere but one +0.
+        b[4 * k..5 * k].fill(-0.0);
         b[4 * k + k / 2] = 0.0;
-        b.iter_mut().skip(4 * k).take(k / 2).for_each(|x| *x = -0.0);
         let mut c = vec![f32::NAN; m * n];
         linalg::matmul_nt(&a, &b, k, &mut c).unwrap();
         let want = dots(&a, &b, k);
