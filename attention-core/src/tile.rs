@@ -328,26 +328,32 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
     #[inline(always)]
     pub(crate) fn for_each_block(&self, mut f: impl FnMut(&Block)) {
         let rows = self.rows;
-        for_each_block(&self.union(), BK as u64, self.range, |g0, g1| {
-            let mut spans = [None; TQ];
-            let (mut u0, mut u1) = (u64::MAX, 0u64);
-            for (sp, r) in spans.iter_mut().zip(self.row.iter()).take(rows) {
-                *sp = r.allowed.in_block(g0, g1);
-                if let Some(runs) = sp {
-                    let (a, b) = runs.span();
-                    u0 = u0.min(a);
-                    u1 = u1.max(b);
+        for_each_block(
+            &self.union(),
+            BK as u64,
+            self.range,
+            #[inline(always)]
+            |g0, g1| {
+                let mut spans = [None; TQ];
+                let (mut u0, mut u1) = (u64::MAX, 0u64);
+                for (sp, r) in spans.iter_mut().zip(self.row.iter()).take(rows) {
+                    *sp = r.allowed.in_block(g0, g1);
+                    if let Some(runs) = sp {
+                        let (a, b) = runs.span();
+                        u0 = u0.min(a);
+                        u1 = u1.max(b);
+                    }
                 }
-            }
-            if u0 < u1 {
-                f(&Block {
-                    spans,
-                    u0,
-                    u1,
-                    rows,
-                });
-            }
-        });
+                if u0 < u1 {
+                    f(&Block {
+                        spans,
+                        u0,
+                        u1,
+                        rows,
+                    });
+                }
+            },
+        );
     }
 
     /// The final scores of a block into `sc` (`rows × width`): the dot products of the keys the
@@ -369,31 +375,36 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
             return;
         };
         let mut product = |a: u64, b: u64| {
-            self.keys.pieces((a, b), (d, self.dv), |p0, pc| {
-                let (kr, ks) = (pc.k, pc.ks);
-                let n = kr.len().checked_div(d).unwrap_or(0);
-                let c0 = (p0 - blk.u0) as usize;
-                if n == w {
-                    within::matmul_nt_stored(self.q, kr, ks, d, sc);
-                } else if !MULTI || rows == 1 {
-                    if let Some(dst) = sc.get_mut(c0..c0 + n) {
-                        within::matmul_nt_stored(self.q, kr, ks, d, dst);
-                    }
-                } else {
-                    // Part of the columns of several rows (a run of the rows' shared runs: the
-                    // sinks before a window, or a ring of slots that wraps): the products side
-                    // by side, then into their columns.
-                    let mut gather = [F::ZERO; GATHER];
-                    let dt = gather.get_mut(..rows * n).unwrap_or(&mut []);
-                    within::matmul_nt_stored(self.q, kr, ks, d, dt);
-                    for (row, src) in chunks_mut(sc, w).zip(chunks(dt, n.max(1))) {
-                        let dst = row.get_mut(c0..c0 + n).unwrap_or(&mut []);
-                        for (a, &b) in dst.iter_mut().zip(src) {
-                            *a = b;
+            self.keys.pieces(
+                (a, b),
+                (d, self.dv),
+                #[inline(always)]
+                |p0, pc| {
+                    let (kr, ks) = (pc.k, pc.ks);
+                    let n = kr.len().checked_div(d).unwrap_or(0);
+                    let c0 = (p0 - blk.u0) as usize;
+                    if n == w {
+                        within::matmul_nt_stored(self.q, kr, ks, d, sc);
+                    } else if !MULTI || rows == 1 {
+                        if let Some(dst) = sc.get_mut(c0..c0 + n) {
+                            within::matmul_nt_stored(self.q, kr, ks, d, dst);
+                        }
+                    } else {
+                        // Part of the columns of several rows (a run of the rows' shared runs: the
+                        // sinks before a window, or a ring of slots that wraps): the products side
+                        // by side, then into their columns.
+                        let mut gather = [F::ZERO; GATHER];
+                        let dt = gather.get_mut(..rows * n).unwrap_or(&mut []);
+                        within::matmul_nt_stored(self.q, kr, ks, d, dt);
+                        for (row, src) in chunks_mut(sc, w).zip(chunks(dt, n.max(1))) {
+                            let dst = row.get_mut(c0..c0 + n).unwrap_or(&mut []);
+                            for (a, &b) in dst.iter_mut().zip(src) {
+                                *a = b;
+                            }
                         }
                     }
-                }
-            });
+                },
+            );
         };
         match blk.shared() {
             Some(runs) => {
@@ -433,129 +444,146 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
         let (rows, dv) = (self.rows, self.dv);
         let mut sc = [F::ZERO; TQ * BK];
         let mut tmp = [F::ZERO; TQ * BK];
-        self.for_each_block(|blk| {
-            let w = blk.width();
-            self.scores(backend, blk, &mut sc, None);
-            let Some(sc) = sc.get_mut(..rows * w) else {
-                return;
-            };
-            // Row r's scores: its span of the block's columns.
-            let span_of = |r: usize| {
-                let (f, l) = blk.spans.get(r).copied().flatten()?.span();
-                Some((r * w + (f - blk.u0) as usize, r * w + (l - blk.u0) as usize))
-            };
-            if MULTI && rows > 1 {
-                // The rows' online-softmax steps side by side (`update_rows`: the same bits as
-                // one `update` per row, with their dependency chains interleaved). One row (the
-                // decoder of a kv head with one query head) takes `step`: the batch's walk over
-                // empty slots cost it 4%.
-                let mut before = [(F::ZERO, F::ZERO); TQ];
-                let mut jobs: [Job<'_, F, B>; TQ] = core::array::from_fn(|_| None);
-                let mut rest = &mut *sc;
-                let mut at = 0;
-                for (r, ((st, job), (b, t))) in states
-                    .iter_mut()
-                    .zip(jobs.iter_mut())
-                    .zip(before.iter_mut().zip(chunks_mut(&mut tmp, BK)))
-                    .enumerate()
-                    .take(rows)
-                {
-                    let Some((a, z)) = span_of(r) else {
-                        continue;
-                    };
-                    let (Some(gap), Some(n)) = (a.checked_sub(at), z.checked_sub(a)) else {
-                        break;
-                    };
-                    let Some((_, tail)) = core::mem::take(&mut rest).split_at_mut_checked(gap)
-                    else {
-                        break;
-                    };
-                    let Some((s, tail)) = tail.split_at_mut_checked(n) else {
-                        break;
-                    };
-                    (rest, at) = (tail, z);
-                    *b = st.begin(s, t, entropy);
-                    *job = Some((&mut st.sm, s));
-                }
-                let alphas = OnlineSoftmax::update_rows(jobs);
-                for (r, ((st, acc_r), ((&alpha, &b), t))) in states
-                    .iter_mut()
-                    .zip(chunks_mut(acc, dv.max(1)))
-                    .zip(
-                        alphas
-                            .iter()
-                            .zip(before.iter())
-                            .zip(chunks_mut(&mut tmp, BK)),
-                    )
-                    .enumerate()
-                    .take(rows)
-                {
-                    if let Some(wts) = span_of(r).and_then(|(a, z)| sc.get(a..z)) {
-                        st.end(wts, t, acc_r, alpha, b, entropy);
-                    }
-                }
-            } else {
-                for (r, (st, acc_r)) in states
-                    .iter_mut()
-                    .zip(chunks_mut(acc, dv.max(1)))
-                    .enumerate()
-                    .take(rows)
-                {
-                    let Some(s) = span_of(r).and_then(|(a, z)| sc.get_mut(a..z)) else {
-                        continue;
-                    };
-                    let n = s.len();
-                    st.step(s, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
-                }
-            }
-            match blk.shared() {
-                Some(runs) => {
-                    for (a, b) in runs.iter() {
-                        self.keys.pieces((a, b), (self.d, dv), |p0, pc| {
-                            let (vr, vs) = (pc.v, pc.vs);
-                            let n = vr.len().checked_div(dv).unwrap_or(0);
-                            let c0 = (p0 - blk.u0) as usize;
-                            let acc = acc.get_mut(..rows * dv).unwrap_or(&mut []);
-                            if n == w {
-                                within::matmul_nn_stored(sc, vr, vs, n, dv, acc, true);
-                            } else if !MULTI || rows == 1 {
-                                let wr = sc.get(c0..c0 + n).unwrap_or(&[]);
-                                within::matmul_nn_stored(wr, vr, vs, n, dv, acc, true);
-                            } else {
-                                let mut gather = [F::ZERO; GATHER];
-                                let wt = gather.get_mut(..rows * n).unwrap_or(&mut []);
-                                for (dst, row) in chunks_mut(wt, n.max(1)).zip(chunks(sc, w)) {
-                                    let src = row.get(c0..c0 + n).unwrap_or(&[]);
-                                    for (a, &b) in dst.iter_mut().zip(src) {
-                                        *a = b;
-                                    }
-                                }
-                                within::matmul_nn_stored(wt, vr, vs, n, dv, acc, true);
-                            }
-                        });
-                    }
-                }
-                None => {
-                    for ((srow, span), acc_r) in chunks(sc, w.max(1))
-                        .zip(blk.spans.iter())
-                        .zip(chunks_mut(acc, dv.max(1)))
+        // Inlined (as the block walk's own closure is): out of line, a closure is compiled for
+        // the baseline level, not for the dispatched region it is called from.
+        self.for_each_block(
+            #[inline(always)]
+            |blk| {
+                let w = blk.width();
+                self.scores(backend, blk, &mut sc, None);
+                let Some(sc) = sc.get_mut(..rows * w) else {
+                    return;
+                };
+                // Row r's scores: its span of the block's columns.
+                let span_of = |r: usize| {
+                    let (f, l) = blk.spans.get(r).copied().flatten()?.span();
+                    Some((r * w + (f - blk.u0) as usize, r * w + (l - blk.u0) as usize))
+                };
+                if MULTI && rows > 1 {
+                    // The rows' online-softmax steps side by side (`update_rows`: the same bits as
+                    // one `update` per row, with their dependency chains interleaved). One row (the
+                    // decoder of a kv head with one query head) takes `step`: the batch's walk over
+                    // empty slots cost it 4%.
+                    let mut before = [(F::ZERO, F::ZERO); TQ];
+                    let mut jobs: [Job<'_, F, B>; TQ] = core::array::from_fn(|_| None);
+                    let mut rest = &mut *sc;
+                    let mut at = 0;
+                    for (r, ((st, job), (b, t))) in states
+                        .iter_mut()
+                        .zip(jobs.iter_mut())
+                        .zip(before.iter_mut().zip(chunks_mut(&mut tmp, BK)))
+                        .enumerate()
+                        .take(rows)
                     {
-                        let Some(runs) = span else {
+                        let Some((a, z)) = span_of(r) else {
                             continue;
                         };
+                        let (Some(gap), Some(n)) = (a.checked_sub(at), z.checked_sub(a)) else {
+                            break;
+                        };
+                        let Some((_, tail)) = core::mem::take(&mut rest).split_at_mut_checked(gap)
+                        else {
+                            break;
+                        };
+                        let Some((s, tail)) = tail.split_at_mut_checked(n) else {
+                            break;
+                        };
+                        (rest, at) = (tail, z);
+                        *b = st.begin(s, t, entropy);
+                        *job = Some((&mut st.sm, s));
+                    }
+                    let alphas = OnlineSoftmax::update_rows(jobs);
+                    for (r, ((st, acc_r), ((&alpha, &b), t))) in states
+                        .iter_mut()
+                        .zip(chunks_mut(acc, dv.max(1)))
+                        .zip(
+                            alphas
+                                .iter()
+                                .zip(before.iter())
+                                .zip(chunks_mut(&mut tmp, BK)),
+                        )
+                        .enumerate()
+                        .take(rows)
+                    {
+                        if let Some(wts) = span_of(r).and_then(|(a, z)| sc.get(a..z)) {
+                            st.end(wts, t, acc_r, alpha, b, entropy);
+                        }
+                    }
+                } else {
+                    for (r, (st, acc_r)) in states
+                        .iter_mut()
+                        .zip(chunks_mut(acc, dv.max(1)))
+                        .enumerate()
+                        .take(rows)
+                    {
+                        let Some(s) = span_of(r).and_then(|(a, z)| sc.get_mut(a..z)) else {
+                            continue;
+                        };
+                        let n = s.len();
+                        st.step(s, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
+                    }
+                }
+                match blk.shared() {
+                    Some(runs) => {
                         for (a, b) in runs.iter() {
-                            self.keys.pieces((a, b), (self.d, dv), |p0, pc| {
-                                let (vr, vs) = (pc.v, pc.vs);
-                                let n = vr.len().checked_div(dv).unwrap_or(0);
-                                let c0 = (p0 - blk.u0) as usize;
-                                let wr = srow.get(c0..c0 + n).unwrap_or(&[]);
-                                within::matmul_nn_stored(wr, vr, vs, n, dv, acc_r, true);
-                            });
+                            self.keys.pieces(
+                                (a, b),
+                                (self.d, dv),
+                                #[inline(always)]
+                                |p0, pc| {
+                                    let (vr, vs) = (pc.v, pc.vs);
+                                    let n = vr.len().checked_div(dv).unwrap_or(0);
+                                    let c0 = (p0 - blk.u0) as usize;
+                                    let acc = acc.get_mut(..rows * dv).unwrap_or(&mut []);
+                                    if n == w {
+                                        within::matmul_nn_stored(sc, vr, vs, n, dv, acc, true);
+                                    } else if !MULTI || rows == 1 {
+                                        let wr = sc.get(c0..c0 + n).unwrap_or(&[]);
+                                        within::matmul_nn_stored(wr, vr, vs, n, dv, acc, true);
+                                    } else {
+                                        let mut gather = [F::ZERO; GATHER];
+                                        let wt = gather.get_mut(..rows * n).unwrap_or(&mut []);
+                                        for (dst, row) in
+                                            chunks_mut(wt, n.max(1)).zip(chunks(sc, w))
+                                        {
+                                            let src = row.get(c0..c0 + n).unwrap_or(&[]);
+                                            for (a, &b) in dst.iter_mut().zip(src) {
+                                                *a = b;
+                                            }
+                                        }
+                                        within::matmul_nn_stored(wt, vr, vs, n, dv, acc, true);
+                                    }
+                                },
+                            );
+                        }
+                    }
+                    None => {
+                        for ((srow, span), acc_r) in chunks(sc, w.max(1))
+                            .zip(blk.spans.iter())
+                            .zip(chunks_mut(acc, dv.max(1)))
+                        {
+                            let Some(runs) = span else {
+                                continue;
+                            };
+                            for (a, b) in runs.iter() {
+                                self.keys.pieces(
+                                    (a, b),
+                                    (self.d, dv),
+                                    #[inline(always)]
+                                    |p0, pc| {
+                                        let (vr, vs) = (pc.v, pc.vs);
+                                        let n = vr.len().checked_div(dv).unwrap_or(0);
+                                        let c0 = (p0 - blk.u0) as usize;
+                                        let wr = srow.get(c0..c0 + n).unwrap_or(&[]);
+                                        within::matmul_nn_stored(wr, vr, vs, n, dv, acc_r, true);
+                                    },
+                                );
+                            }
                         }
                     }
                 }
-            }
-        });
+            },
+        );
     }
 }
 

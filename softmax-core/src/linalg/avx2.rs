@@ -617,6 +617,10 @@ fn kernel_nt8<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [
     let (Some(ak), Some(cn)) = (k.checked_mul(QB), n.checked_mul(QB)) else {
         return 0;
     };
+    if groups == 0 {
+        // (A single query: no 4 KiB of aligned lines to clear.)
+        return 0;
+    }
     if !k.is_multiple_of(L) {
         // Rows with a partial last chunk go to the other kernels (attention's head
         // dimensions are multiples of 16).
