@@ -618,7 +618,8 @@ fn kernel_nt8<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [
         return 0;
     };
     if groups == 0 {
-        // (A single query: no 4 KiB of aligned lines to clear.)
+        // Fewer than eight rows (a decoding query): nothing here, and no 4 KiB of aligned lines
+        // to clear.
         return 0;
     }
     if !k.is_multiple_of(L) {
