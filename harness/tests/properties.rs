@@ -1263,3 +1263,98 @@ fn long_rows_take_the_online_path_without_drift() {
     softmax_core::softmax(Poly, &vec![f32::NEG_INFINITY; n], &mut y).unwrap();
     assert!(y.iter().all(|&v| v == 0.0));
 }
+
+/// Rows of `n` values for the batched kernels: random logits in [-8, 8), with some rows made
+/// special by `kinds` (0: as drawn, 1: every entry `-inf`, 2: one `+inf`, 3: one NaN, 4: a few
+/// `-inf` entries, 5: all equal) so that pairs mix the exp passes' case with the limits.
+fn batch_rows<F: softmax_core::Float>(n: usize, vals: &[f64], kinds: &[u8]) -> Vec<F> {
+    let mut x: Vec<F> = vals[..n * kinds.len()]
+        .iter()
+        .map(|&v| F::from_f64(16.0 * v - 8.0))
+        .collect();
+    for (row, &k) in x.chunks_mut(n).zip(kinds) {
+        match k % 6 {
+            1 => row.fill(F::NEG_INFINITY),
+            2 => row[n / 3] = F::INFINITY,
+            3 => row[n - 1] = F::NAN,
+            4 => {
+                row[0] = F::NEG_INFINITY;
+                row[n / 2] = F::NEG_INFINITY;
+            }
+            5 => row.fill(F::from_f64(0.25)),
+            _ => {}
+        }
+    }
+    x
+}
+
+/// `rows::softmax` and `rows::log_softmax` over a batch give, bit for bit, what they give for
+/// each row on its own (a batch of one row): the pair kernels that take short rows two at a time
+/// (`op::softmax_pair`, `op::log_softmax_pair`) change no bit, with masks, temperatures, rows
+/// without a finite maximum beside ordinary ones, an odd last row, and lengths on both sides of
+/// the pairs' rule (multiples of 32 up to 512, and others).
+fn batch_equals_rows_one_by_one<F: softmax_core::Float>(
+    n: usize,
+    vals: &[f64],
+    kinds: &[u8],
+    mask: u8,
+    t: f64,
+) where
+    Poly: Backend<F>,
+{
+    let x = batch_rows::<F>(n, vals, kinds);
+    let keep: Vec<bool> = (0..x.len()).map(|i| (i * 7 + 3) % 5 != 0).collect();
+    let bias: Vec<F> = (0..x.len())
+        .map(|i| F::from_f64(((i * 13) % 9) as f64 * 0.5 - 2.0))
+        .collect();
+    let t = F::from_f64(t);
+    let spec_of = |lo: usize, hi: usize| {
+        let s = Rows::new(n).with_temperature(t);
+        match mask % 3 {
+            1 => s.with_keep(&keep[lo..hi]),
+            2 => s.with_bias(&bias[lo..hi]),
+            _ => s,
+        }
+    };
+    let bits = |v: &[F]| v.iter().map(|y| y.to_f64().to_bits()).collect::<Vec<_>>();
+    for log in [false, true] {
+        let run = |x: &[F], spec: &Rows<'_, F>| {
+            let mut y = vec![F::ZERO; x.len()];
+            if log {
+                rows::log_softmax(Poly, x, &mut y, spec).unwrap();
+            } else {
+                rows::softmax(Poly, x, &mut y, spec).unwrap();
+            }
+            y
+        };
+        let batch = run(&x, &spec_of(0, x.len()));
+        for (i, row) in x.chunks(n).enumerate() {
+            let one = run(row, &spec_of(i * n, (i + 1) * n));
+            assert_eq!(
+                bits(&batch[i * n..(i + 1) * n]),
+                bits(&one),
+                "log {log} n {n} row {i} of {} kinds {kinds:?} mask {mask}",
+                kinds.len()
+            );
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn batched_rows_equal_single_rows(
+        n in prop_oneof![
+            Just(32usize), Just(64), Just(96), Just(128), Just(160), Just(256), Just(512),
+            Just(16), Just(48), Just(544), 1usize..40
+        ],
+        vals in prop::collection::vec(0.0f64..1.0, 7 * 544),
+        kinds in prop::collection::vec(prop_oneof![4 => Just(0u8), 1 => 1u8..6], 1..8),
+        mask in 0u8..3,
+        t in prop_oneof![Just(1.0f64), Just(0.5), Just(3.0)],
+    ) {
+        batch_equals_rows_one_by_one::<f32>(n, &vals, &kinds, mask, t);
+        batch_equals_rows_one_by_one::<f64>(n, &vals, &kinds, mask, t);
+    }
+}

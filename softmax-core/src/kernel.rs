@@ -962,7 +962,15 @@ fn block_lanes<F: Float, const SPLIT: bool>(v: &[F], count: &mut usize) -> [F; T
         // The count in u32 lanes beside the sums, in the same loop (a separate `usize` count
         // of the block cost 10% of `softmax_lse`).
         let mut lanes = [0u32; TERM_LANES];
-        let mut step = |c: &[F; TERM_LANES]| {
+        // A function, not a closure: a closure that LLVM declines to inline (as when a kernel
+        // sums two rows' blocks) is compiled for the baseline level, whatever level calls it.
+        #[inline(always)]
+        fn step<F: Float, const SPLIT: bool>(
+            part: &mut [F; TERM_LANES],
+            lanes: &mut [u32; TERM_LANES],
+            c: &[F; TERM_LANES],
+        ) {
+            let top = F::pow2(F::TOP);
             for ((p, n), &x) in part.iter_mut().zip(lanes.iter_mut()).zip(c) {
                 if SPLIT {
                     let at_top = x == top;
@@ -972,10 +980,10 @@ fn block_lanes<F: Float, const SPLIT: bool>(v: &[F], count: &mut usize) -> [F; T
                     *p += x;
                 }
             }
-        };
+        }
         let (chunks, tail) = v.as_chunks::<TERM_LANES>();
         for c in chunks {
-            step(c);
+            step::<F, SPLIT>(&mut part, &mut lanes, c);
         }
         if !tail.is_empty() {
             // Padded with zeros, which add nothing and are not counted.
@@ -983,7 +991,7 @@ fn block_lanes<F: Float, const SPLIT: bool>(v: &[F], count: &mut usize) -> [F; T
             for (t, &x) in t.iter_mut().zip(tail) {
                 *t = x;
             }
-            step(&t);
+            step::<F, SPLIT>(&mut part, &mut lanes, &t);
         }
         if SPLIT {
             // At most TERM_BLOCK per block: the u32 lanes cannot overflow.

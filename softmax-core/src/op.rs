@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::float::Float;
 use crate::float::{select, two_sum};
 use crate::kernel::with_scale;
-use crate::kernel::{self, InPlace, Io, Load, Scale, LANES};
+use crate::kernel::{self, InPlace, Io, Load, OutOfPlace, Scale, LANES};
 use crate::lse::LogSumExp;
 
 /// softmax: max pass, one exp pass that stores `e^d` and sums it, one scaling pass.
@@ -45,6 +45,128 @@ pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, 
     let (hi, lo) = sum.finish();
     let inv = kernel::inv_pair(hi, lo);
     io.update(|y| y * inv);
+}
+
+/// The first passes of two rows at once, for [`softmax_pair`] and [`log_softmax_pair`]: both max
+/// passes, then the terms `e^d·2^TOP` of both rows stored chunk by chunk, interleaved. Returns
+/// the two maxima, or `None` (nothing stored) unless both rows have a finite maximum, no NaN,
+/// and the same length, a multiple of [`kernel::TERM_LANES`] up to [`kernel::TERM_BLOCK`] (one
+/// block, no ragged end), on a target whose exp chunks are half a lane row (vector targets).
+///
+/// Each row's terms are those of its single-row pass (the same operations on the same chunks),
+/// so the pair kernels give the single-row kernels' bits; the interleaving only gives the core
+/// two independent chains where a short row's passes are mostly latency (its lane trees, the
+/// exp's dependency chain, a division or a logarithm).
+#[inline(always)]
+fn pair_terms<F: Float, B: Backend<F>, S: Scale<F>, L: Load<F>>(
+    a: &mut OutOfPlace<'_, F, L>,
+    b: &mut OutOfPlace<'_, F, L>,
+    s: S,
+) -> Option<(F, F)> {
+    /// Whether the row has a finite maximum and no NaN (the exp passes' case).
+    #[inline(always)]
+    fn finite<F: Float>(sc: &kernel::Scan<F>) -> bool {
+        sc.max.is_finite() && !sc.nan
+    }
+    const W: usize = kernel::EXP_W;
+    const T: usize = kernel::TERM_LANES;
+    let n = a.out.len();
+    if 2 * W != T || !n.is_multiple_of(T) || n > kernel::TERM_BLOCK || b.out.len() != n {
+        return None;
+    }
+    let (sa, sb) = (kernel::scan(a.src), kernel::scan(b.src));
+    if !finite(&sa) || !finite(&sb) {
+        return None;
+    }
+    let (ma, mb) = (sa.max, sb.max);
+    let rows_a = a
+        .out
+        .as_chunks_mut::<T>()
+        .0
+        .iter_mut()
+        .zip(a.src.chunks_of::<T>());
+    let rows_b = b
+        .out
+        .as_chunks_mut::<T>()
+        .0
+        .iter_mut()
+        .zip(b.src.chunks_of::<T>());
+    for ((oa, xa), (ob, xb)) in rows_a.zip(rows_b) {
+        let halves_a = oa
+            .as_chunks_mut::<W>()
+            .0
+            .iter_mut()
+            .zip(xa.as_chunks::<W>().0);
+        let halves_b = ob
+            .as_chunks_mut::<W>()
+            .0
+            .iter_mut()
+            .zip(xb.as_chunks::<W>().0);
+        for ((oa, xa), (ob, xb)) in halves_a.zip(halves_b) {
+            *oa = kernel::term_chunk::<F, B, S, W>(s, ma, xa);
+            *ob = kernel::term_chunk::<F, B, S, W>(s, mb, xb);
+        }
+    }
+    Some((ma, mb))
+}
+
+/// [`softmax`] of two rows at once ([`pair_terms`]; the same bits as two calls of [`softmax`],
+/// which is what a pair outside `pair_terms`' case runs).
+#[inline(always)]
+pub(crate) fn softmax_pair<F: Float, B: Backend<F>, S: Scale<F>, L: Load<F>>(
+    mut a: OutOfPlace<'_, F, L>,
+    mut b: OutOfPlace<'_, F, L>,
+    s: S,
+) {
+    if pair_terms::<F, B, S, L>(&mut a, &mut b, s).is_none() {
+        softmax::<F, B, S>(a, s);
+        softmax::<F, B, S>(b, s);
+        return;
+    }
+    /// The row's `1/Σ` from its stored terms, as [`softmax`] sums them (one block).
+    #[inline(always)]
+    fn inv<F: Float>(out: &[F]) -> F {
+        let mut sum = kernel::TermSum::new();
+        sum.add(out);
+        let (hi, lo) = sum.finish();
+        kernel::inv_pair(hi, lo)
+    }
+    let (ia, ib) = (inv(a.out), inv(b.out));
+    for (ya, yb) in a.out.iter_mut().zip(b.out.iter_mut()) {
+        *ya *= ia;
+        *yb *= ib;
+    }
+}
+
+/// [`log_softmax`] of two rows at once ([`pair_terms`]; the same bits as two calls of
+/// [`log_softmax`], which is what a pair outside `pair_terms`' case runs).
+#[inline(always)]
+pub(crate) fn log_softmax_pair<F: Float, B: Backend<F>, S: Scale<F>, L: Load<F>>(
+    mut a: OutOfPlace<'_, F, L>,
+    mut b: OutOfPlace<'_, F, L>,
+    s: S,
+) {
+    let Some((ma, mb)) = pair_terms::<F, B, S, L>(&mut a, &mut b, s) else {
+        log_softmax::<F, B, S, _>(a, s);
+        log_softmax::<F, B, S, _>(b, s);
+        return;
+    };
+    /// The row's normaliser from its stored terms, as [`log_softmax`] sums them (one block,
+    /// the maxima apart).
+    #[inline(always)]
+    fn lse<F: Float, B: Backend<F>>(out: &[F], m: F) -> LogSumExp<F, B> {
+        let mut sum = kernel::SplitSum::new();
+        sum.add(out);
+        let (hi, lo) = sum.finish();
+        LogSumExp::<F, B>::from_parts(m, hi, lo)
+    }
+    let (sta, stb) = (lse::<F, B>(a.out, ma), lse::<F, B>(b.out, mb));
+    let (la, lb) = (sta.ln_sum(), stb.ln_sum());
+    let rows = a.out.iter_mut().zip(a.src.iter());
+    for ((ya, xa), (yb, xb)) in rows.zip(b.out.iter_mut().zip(b.src.iter())) {
+        *ya = sta.log_prob_scaled(s, xa, la);
+        *yb = stb.log_prob_scaled(s, xb, lb);
+    }
 }
 
 /// softmax (τ = 1) that also returns the row's logsumexp: the same passes as [`softmax`], with

@@ -10,7 +10,7 @@ use crate::backend::Backend;
 use crate::chunks::{chunks, chunks3, chunks_mut};
 use crate::error::{check_len, check_noise, Error};
 use crate::float::Float;
-use crate::kernel::{with_scale, InPlace, Load, OutOfPlace};
+use crate::kernel::{self, with_scale, InPlace, Load, OutOfPlace};
 use crate::op;
 use crate::simd;
 use crate::spec::{dispatch, Mask, RowMask, Rows};
@@ -45,15 +45,17 @@ pub fn softmax<F: Float, B: Backend<F>>(
     check_len(x.len(), y.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        for ((xr, yr), m) in chunks(x, n).zip(chunks_mut(y, n)).zip(masks) {
-            op::softmax::<F, B, _>(
-                OutOfPlace {
-                    src: m.load(xr),
-                    out: yr,
-                },
-                s,
-            );
-        }
+        // Pairs up to one block (Zen 5, 1024 rows: 256 values 0.307 → 0.277 ns per value, 64
+        // values 0.56 → 0.43; 512 and longer the same).
+        by_pairs(
+            n,
+            kernel::TERM_BLOCK,
+            out_rows(x, y, n, masks),
+            #[inline(always)]
+            |a, b| op::softmax_pair::<F, B, _, _>(a, b, s),
+            #[inline(always)]
+            |a| op::softmax::<F, B, _>(a, s),
+        );
     });
     Ok(())
 }
@@ -84,15 +86,18 @@ pub fn log_softmax<F: Float, B: Backend<F>>(
     check_len(x.len(), y.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        for ((xr, yr), m) in chunks(x, n).zip(chunks_mut(y, n)).zip(masks) {
-            op::log_softmax::<F, B, _, _>(
-                OutOfPlace {
-                    src: m.load(xr),
-                    out: yr,
-                },
-                s,
-            );
-        }
+        // Pairs up to 128 values (Zen 5, 1024 rows: 32 values 1.61 → 1.22 ns per value, 64
+        // 0.89 → 0.73, 128 0.60 → 0.53; 256 the same, 512 slower: the pair's second normaliser
+        // kept its lane sums in memory).
+        by_pairs(
+            n,
+            128,
+            out_rows(x, y, n, masks),
+            #[inline(always)]
+            |a, b| op::log_softmax_pair::<F, B, _, _>(a, b, s),
+            #[inline(always)]
+            |a| op::log_softmax::<F, B, _, _>(a, s),
+        );
     });
     Ok(())
 }
@@ -158,6 +163,51 @@ pub fn log_softmax_in_place<F: Float, B: Backend<F>>(
         }
     });
     Ok(())
+}
+
+/// The rows of `x` and `y` (`n` values each) with their masks, as the out-of-place kernels take
+/// them.
+#[inline(always)]
+fn out_rows<'a, F: Float, M: RowMask<F> + 'a>(
+    x: &'a [F],
+    y: &'a mut [F],
+    n: usize,
+    masks: impl Iterator<Item = M> + 'a,
+) -> impl Iterator<Item = OutOfPlace<'a, F, M::L<'a>>> {
+    chunks(x, n).zip(chunks_mut(y, n)).zip(masks).map(
+        #[inline(always)]
+        |((xr, yr), m)| OutOfPlace {
+            src: m.load(xr),
+            out: yr,
+        },
+    )
+}
+
+/// Runs `pair` on the rows two at a time where the pair kernels are faster, `single` on the
+/// rest (either gives the same bits): rows of at most `max` values whose length is a multiple of
+/// the sums' lanes (32, 64, …). Lengths with a ragged end (16, 24, 48) measured slower in pairs.
+/// Targets that sum lane by lane (microcontrollers) keep one row at a time, and the code size of
+/// one kernel.
+#[inline(always)]
+fn by_pairs<T>(
+    n: usize,
+    max: usize,
+    mut rows: impl Iterator<Item = T>,
+    mut pair: impl FnMut(T, T),
+    mut single: impl FnMut(T),
+) {
+    if kernel::LANE_PARALLEL && n.is_multiple_of(kernel::TERM_LANES) && n <= max {
+        while let Some(a) = rows.next() {
+            match rows.next() {
+                Some(b) => pair(a, b),
+                None => single(a),
+            }
+        }
+    } else {
+        for a in rows {
+            single(a);
+        }
+    }
 }
 
 /// Writes a validated spec's mask into the buffer: `-inf` where a keep-mask drops an entry,
