@@ -54,6 +54,10 @@ where
         (17, 513),
         (64, 100),
         (5, 7),
+        // Batches the pair kernels take (rows of a multiple of 32 up to 512, two at a time,
+        // an odd last row alone).
+        (5, 64),
+        (3, 512),
     ] {
         let len = rows_n * n;
         let x: Vec<F> = (0..len)

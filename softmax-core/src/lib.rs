@@ -120,7 +120,7 @@
 // `unsafe` is confined to four x86_64 modules: `simd` (CPUID/XGETBV, calling the
 // `#[target_feature]` copies after detection), `linalg::avx2` (the loads/stores of the AVX2
 // matrix products), `fast::x86` (the AVX2+FMA and AVX-512 fast kernels) and `tree_x86` (the AVX2
-// tree of the compensated sums), and to one Arm soft-float
+// tree of the compensated sums, and the AVX2 and AVX-512 max pass), and to one Arm soft-float
 // module, `soft::thumb` (calls of the Thumb f32 add and multiply); every other module forbids
 // it.
 #![deny(unsafe_code)]

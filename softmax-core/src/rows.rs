@@ -45,8 +45,8 @@ pub fn softmax<F: Float, B: Backend<F>>(
     check_len(x.len(), y.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        // Pairs up to one block (Zen 5, 1024 rows: 256 values 0.307 → 0.277 ns per value, 64
-        // values 0.56 → 0.43; 512 and longer the same).
+        // Pairs up to one block (Zen 5, scratch timing of 1024 rows: 256 values 0.307 → 0.277 ns
+        // per value, 64 values 0.56 → 0.43; 512 the same; the README has `harness bench`'s).
         by_pairs(
             n,
             kernel::TERM_BLOCK,
@@ -86,9 +86,9 @@ pub fn log_softmax<F: Float, B: Backend<F>>(
     check_len(x.len(), y.len())?;
     let n = spec.n();
     dispatch!(spec, |masks, s| {
-        // Pairs up to 128 values (Zen 5, 1024 rows: 32 values 1.61 → 1.22 ns per value, 64
-        // 0.89 → 0.73, 128 0.60 → 0.53; 256 the same, 512 slower: the pair's second normaliser
-        // kept its lane sums in memory).
+        // Pairs up to 128 values (Zen 5, scratch timing of 1024 rows: 32 values 1.61 → 1.22 ns
+        // per value, 64 0.89 → 0.73, 128 0.60 → 0.53; 256 the same, 512 slower: the pair's
+        // second normaliser kept its lane sums in memory).
         by_pairs(
             n,
             128,
@@ -183,10 +183,11 @@ fn out_rows<'a, F: Float, M: RowMask<F> + 'a>(
     )
 }
 
-/// Runs `pair` on the rows two at a time where the pair kernels are faster, `single` on the
-/// rest (either gives the same bits): rows of at most `max` values whose length is a multiple of
-/// the sums' lanes (32, 64, …). Lengths with a ragged end (16, 24, 48) measured slower in pairs.
-/// Targets that sum lane by lane (microcontrollers) keep one row at a time, and the code size of
+/// Runs `pair` on the rows two at a time, `single` on the rest (either gives the same bits): rows
+/// of at most `max` values whose length is a multiple of the sums' lanes (32, 64, …), the rows
+/// `op::pair_terms` takes (one block, no ragged end; ragged lengths 16, 24, 48 also measured
+/// slower in pairs in a first version that took them). Targets that sum lane by lane (all but
+/// x86_64 and aarch64: `kernel::LANE_PARALLEL`) keep one row at a time, and the code size of
 /// one kernel.
 #[inline(always)]
 fn by_pairs<T>(

@@ -13,8 +13,9 @@
 //! [`stored`](crate::stored), converted with AVX2 and F16C exactly as the portable code
 //! converts them), the [`fast`](crate::fast) variant's kernels (AVX2+FMA and AVX-512), and the
 //! last tree of the f32 compensated sums (once per row of every softmax-family kernel and once
-//! per block of [`OnlineSoftmax`](crate::OnlineSoftmax), an AVX2 copy). All three perform the
-//! portable code's roundings in the same order, so they too change no bit.
+//! per block of [`OnlineSoftmax`](crate::OnlineSoftmax), an AVX2 copy) with the f32 max pass
+//! beside it (AVX2 and AVX-512 copies). All three perform the portable code's roundings (and
+//! comparisons) in the same order, so they too change no bit.
 //!
 //! **The level never changes a result bit.** Only the width of the machine code differs: the
 //! reductions have a fixed number of lanes combined in a fixed order, and Rust never contracts a

@@ -17,8 +17,8 @@
 //! chunk of sixteen where two do (one with AVX-512).
 //!
 //! The `unsafe` of the tree and the scan is confined to this file: the calls of the
-//! `#[target_feature]` copies, made only after the dispatch has found AVX2 ([`simd::known`]), and
-//! the scan's loads.
+//! `#[target_feature]` copies, made only after the dispatch has found AVX2 (AVX-512 for the
+//! 512-bit scan; [`simd::known`]), and the scan's loads.
 #![allow(unsafe_code)]
 
 use crate::simd::{self, Level};
