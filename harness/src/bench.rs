@@ -670,7 +670,8 @@ impl Peak {
 }
 
 /// attention's two products in isolation, on the shapes attention gives them (a prefill tile of
-/// eight queries against a 128-key block, and a decoding query against 4096 keys): ns per
+/// sixteen queries against a 128-key block, attention-core's tile on 64-bit targets with an
+/// operating system, and a decoding query against 4096 keys): ns per
 /// multiply-add, GFLOP/s, and the share of the CPU's [`Peak`] at the measured clock.
 fn products(
     out: &mut impl Write,
@@ -685,16 +686,16 @@ fn products(
     // (label, A·Bᵀ?, m, n, k): A·Bᵀ is m × k times (n × k)ᵀ, A·B is m × n times n × k.
     let shapes: [(&str, bool, usize, usize, usize); 4] = [
         (
-            "scores Q·Kᵀ, prefill tile 8 × 128, d = 64",
+            "scores Q·Kᵀ, prefill tile 16 × 128, d = 64",
             true,
-            8,
+            16,
             128,
             64,
         ),
         (
-            "values P·V, prefill tile 8 × 128, dv = 64",
+            "values P·V, prefill tile 16 × 128, dv = 64",
             false,
-            8,
+            16,
             128,
             64,
         ),

@@ -134,12 +134,16 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
 /// round (every product −0), rows of 1.5 against them (±0 products), and a row of `B` whose
 /// products with the rows of −0 are all −0 but one +0, at every head dimension the kernel takes
 /// and one it does not (144); six rows of `B`, so the kernel (not the odd-row path) computes
-/// every column.
+/// every column; eight rows of `A` (the eight-row kernel), sixteen and twenty-four (the
+/// sixteen-row kernel, then the eight-row one).
 #[test]
 fn products_of_negative_zeros_sum_as_in_the_definition() {
     level_under_test();
-    for k in [16usize, 32, 48, 64, 80, 96, 112, 128, 144] {
-        let (m, n) = (8, 6);
+    for (k, m) in [16usize, 32, 48, 64, 80, 96, 112, 128, 144]
+        .into_iter()
+        .flat_map(|k| [(k, 8), (k, 16), (k, 24)])
+    {
+        let n = 6;
         let a: Vec<f32> = (0..m * k)
             .map(|i| match (i / k) % 3 {
                 0 => -0.0,
@@ -156,10 +160,10 @@ fn products_of_negative_zeros_sum_as_in_the_definition() {
         let mut c = vec![f32::NAN; m * n];
         linalg::matmul_nt(&a, &b, k, &mut c).unwrap();
         let want = dots(&a, &b, k);
-        assert!(same(&c, &want), "k={k}: {c:?} against {want:?}");
+        assert!(same(&c, &want), "k={k} m={m}: {c:?} against {want:?}");
         assert!(
             c.iter().all(|x| x.to_bits() == 0),
-            "k={k}: every sum is +0: {c:?}"
+            "k={k} m={m}: every sum is +0: {c:?}"
         );
     }
 }
@@ -206,6 +210,20 @@ fn non_finite_inputs_propagate_as_in_the_definition() {
     // other score infinite.
     assert!(
         c[8 * 5..].iter().all(|x| x.is_nan()) && c.iter().skip(1).step_by(5).all(|x| x.is_nan())
+    );
+    assert!(c.iter().any(|x| x.is_infinite())); // The same through the sixteen-row kernel (seventeen rows of A, six of B): the NaN of
+                                                // row 16 of A, an infinity in row 2 and one in row 11 of A, the NaN and the infinity of B.
+    let (mut a, mut b) = (values(&mut seed, 17 * 64), values(&mut seed, 6 * 64));
+    a[2 * 64 + 5] = f32::INFINITY;
+    a[11 * 64 + 63] = f32::NEG_INFINITY;
+    a[16 * 64 + 40] = f32::NAN;
+    b[64 + 9] = f32::NAN;
+    b[4 * 64 + 47] = f32::INFINITY;
+    let mut c = vec![0.0f32; 17 * 6];
+    linalg::matmul_nt(&a, &b, 64, &mut c).unwrap();
+    assert!(same(&c, &dots(&a, &b, 64)));
+    assert!(
+        c[16 * 6..].iter().all(|x| x.is_nan()) && c.iter().skip(1).step_by(6).all(|x| x.is_nan())
     );
     assert!(c.iter().any(|x| x.is_infinite()));
 }

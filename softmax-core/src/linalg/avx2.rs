@@ -5,8 +5,8 @@
 //! combined in the same pairwise tree), only scheduled by hand, so the same bits. LLVM
 //! scalarised every portable formulation of several dot products sharing their loads and kept
 //! the running sums of a column block in memory; here several dot products share their loads,
-//! the lane trees of four or eight dot products are combined together, and two rows of a value
-//! product share their loads. `softmax-core/tests/products.rs` (release, in CI) compares their
+//! the lane trees of four or eight dot products are combined together, and two or four rows of
+//! a value product share their loads. `softmax-core/tests/products.rs` (release, in CI) compares their
 //! bits with the portable loops, `harness/tests/dispatch_levels.rs` (release) at every level.
 //!
 //! The kernels are generic over the element type of `B` ([`Lane8`]): f32, or a stored format
@@ -21,7 +21,13 @@
 //! attention's query tile meets each key once, 66–67 against 52 GFLOP/s on its 8 × 128 × 64 tile
 //! on a Zen 4. Rows of up to 128 values are first copied to cache-line-aligned [`Lines`]
 //! (0.0162 to 0.0141 ns per multiply-add on that tile on a Zen 5, where the rows were not
-//! aligned).
+//! aligned). f32 rows of up to 128 values go sixteen at a time before that ([`kernel_nt16`]:
+//! the sixteen rows transposed once, so a vector holds one value of every row, and each value
+//! of `B` broadcast into it; a dot product's lanes are separate vectors, combined by the lane
+//! tree with vertical additions, and the empty `asm!` blocks of [`settle`] keep LLVM from
+//! computing several lanes' products at once and spilling them). The value product takes the
+//! rows of `C` four at a time where it has 64 columns or a multiple ([`row4`], AVX-512 only),
+//! each load of `B` serving four rows.
 //!
 //! The `unsafe` of the products is confined to this file: the loads and stores of the
 //! intrinsics, and the calls of the `#[target_feature]` kernels, made only after
@@ -46,6 +52,10 @@ use core::arch::x86_64::{
     _mm512_extractf64x4_pd, _mm512_loadu_ps, _mm512_maskz_mov_ps, _mm512_mul_ps, _mm512_set1_ps,
     _mm512_setzero_ps, _mm512_shuffle_f32x4, _mm512_shuffle_ps, _mm512_slli_epi32,
     _mm512_storeu_ps, _mm_castps_pd, _mm_cvtsd_f64, _mm_unpackhi_pd,
+};
+use core::arch::x86_64::{
+    __mmask16, _mm512_load_ps, _mm512_mask_storeu_ps, _mm512_store_ps, _mm512_unpackhi_ps,
+    _mm512_unpacklo_ps,
 };
 use core::arch::x86_64::{
     _mm512_castpd_ps, _mm512_loadu_pd, _mm512_permutex2var_pd, _mm512_set1_pd, _mm512_setr_epi64,
@@ -88,6 +98,13 @@ pub(crate) trait Lane8: Operand<f32> {
     /// The CPU must support AVX-512F (callers are the AVX-512 copies of the kernels).
     unsafe fn load16(x: &[Self; 16], s: Self::Scale) -> __m512;
 
+    /// The values as f32 if they are f32 (the score product of sixteen rows, [`kernel_nt16`],
+    /// takes f32 only).
+    #[inline(always)]
+    fn as_f32s(_: &[Self]) -> Option<&[f32]> {
+        None
+    }
+
     /// Whether the score product of eight rows takes [`block8x2_pairs`] (f32 only: a stored
     /// format would convert each pair of values on its own, measured nowhere).
     const PAIRS: bool = false;
@@ -109,6 +126,10 @@ impl Lane8 for f32 {
     const WIDE: bool = false;
     const ROWS_WIDE: bool = true;
     const PAIRS: bool = true;
+    #[inline(always)]
+    fn as_f32s(x: &[f32]) -> Option<&[f32]> {
+        Some(x)
+    }
     #[inline(always)]
     unsafe fn pair(x: &[f32; 2], _: ()) -> __m512 {
         // SAFETY: AVX-512F (the caller's contract); `x` is two floats, 8 bytes, read unaligned
@@ -217,24 +238,26 @@ pub(super) fn matmul_nt<U: Lane8>(
         return false;
     }
     let (mut a, mut c) = (a, c);
-    // Eight rows of `A` at a time first (attention's query tiles), then the rest below; for
+    // Sixteen f32 rows of `A` at a time first (attention's query tiles of sixteen), then
+    // eight at a time ...
+    if let Some(bf) = U::as_f32s(b).filter(|_| simd::level() >= Level::Avx512) {
+        // SAFETY: the level reports AVX-512F, AVX2 and F16C and the ZMM state.
+        let done = unsafe { kernel_nt16(a, bf, k, c) };
+        if !skip_rows(&mut a, &mut c, done, k, b.len() / k) {
+            return false;
+        }
+        if a.is_empty() {
+            return true;
+        }
+    }
+    // ... then eight rows of `A` at a time (attention's query tiles), then the rest below; for
     // every type but f16, whose 16-value conversion is slow on AVX-512 (see `WIDE`): its eight-row
     // block measured 21–28 GFLOP/s in some runs against 38–58 for the AVX2 kernel (8 × 128 keys,
     // d = 64 and 128; bf16 51–67 against 35–53).
     if (U::WIDE || U::ROWS_WIDE) && simd::level() >= Level::Avx512 {
         // SAFETY: the level reports AVX-512F, AVX2 and F16C and the ZMM state.
         let done = unsafe { kernel_nt8(a, b, s, k, c) };
-        let n = b.len() / k;
-        if let (Some((_, a_rest)), Some((_, c_rest))) = (
-            done.checked_mul(k).and_then(|x| a.split_at_checked(x)),
-            done.checked_mul(n)
-                .and_then(|x| core::mem::take(&mut c).split_at_mut_checked(x)),
-        ) {
-            a = a_rest;
-            c = c_rest;
-        } else {
-            // Never (`done` rows exist in both); the portable loop then redoes every row, with
-            // the same bits.
+        if !skip_rows(&mut a, &mut c, done, k, b.len() / k) {
             return false;
         }
         if a.is_empty() {
@@ -252,6 +275,25 @@ pub(super) fn matmul_nt<U: Lane8>(
         unsafe { kernel_nt(a, b, s, k, c) };
     }
     true
+}
+
+/// Moves `a` (rows of `k`) and `c` (rows of `n`) past their first `done` rows; `false` (never:
+/// a kernel's `done` rows exist in both) if they are shorter, and the caller's portable loop
+/// then redoes every row, with the same bits.
+#[inline(always)]
+fn skip_rows(a: &mut &[f32], c: &mut &mut [f32], done: usize, k: usize, n: usize) -> bool {
+    match (
+        done.checked_mul(k).and_then(|x| a.split_at_checked(x)),
+        done.checked_mul(n)
+            .and_then(|x| core::mem::take(c).split_at_mut_checked(x)),
+    ) {
+        (Some((_, a_rest)), Some((_, c_rest))) => {
+            *a = a_rest;
+            *c = c_rest;
+            true
+        }
+        _ => false,
+    }
 }
 
 /// `C (+)= A·B` with the AVX2 kernel, as `portable::matmul_nn` computes it; `false` (nothing
@@ -683,6 +725,303 @@ fn kernel_nt8<U: Lane8>(a: &[f32], b: &[U], sc: &[U::Scale], k: usize, c: &mut [
         }
     }
     groups * QB
+}
+
+/// Rows of `A` per block of [`kernel_nt16`].
+const QT: usize = 16;
+
+/// Rows of `B` per step of [`kernel_nt16`]: four keys' sixteen lanes at a time keep at most
+/// 21 vectors live (four running sums, four pending values per level of the lane tree, one
+/// line of `A`); two keys took 0.0122–0.0125 ns per multiply-add where four took 0.0108–0.0110,
+/// six 0.0148 (spilled), on the 16 × 128 × 64 tile on a Zen 5.
+const NK: usize = 4;
+
+/// `KC` chunks of sixteen rows of `A`, transposed and aligned to cache lines: `x[t][l]` holds
+/// value `16t + l` of each of the sixteen rows (vector lane `i` = row `i`).
+#[repr(align(64))]
+struct Columns<const KC: usize>([[[f32; L]; L]; KC]);
+
+/// Sixteen result vectors of [`kernel_nt16`] (one per row of `B`), aligned to cache lines, on
+/// their way to be transposed into rows of `C`.
+#[repr(align(64))]
+struct Held([[f32; L]; L]);
+
+/// The 16×16 transpose of sixteen vectors: lane `j` of result `i` is lane `i` of `r[j]`. Four
+/// rounds of sixteen shuffles (pairs of lanes, pairs of pairs, then 128-bit quarters twice).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn transpose16(r: [__m512; L]) -> [__m512; L] {
+    let pd = _mm512_castps_pd;
+    let ps = _mm512_castpd_ps;
+    // Lanes 4q + {0, 1} of rows 2i, 2i + 1 interleaved (`t[2i]`), and lanes 4q + {2, 3}.
+    let mut t = [_mm512_setzero_ps(); L];
+    for (t, r) in t
+        .as_chunks_mut::<2>()
+        .0
+        .iter_mut()
+        .zip(r.as_chunks::<2>().0)
+    {
+        *t = [
+            _mm512_unpacklo_ps(r[0], r[1]),
+            _mm512_unpackhi_ps(r[0], r[1]),
+        ];
+    }
+    // `u[4i + c]`: in each quarter q, rows 4i..4i + 4 at lane 4q + c.
+    let mut u = [_mm512_setzero_ps(); L];
+    for (u, t) in u
+        .as_chunks_mut::<4>()
+        .0
+        .iter_mut()
+        .zip(t.as_chunks::<4>().0)
+    {
+        *u = [
+            ps(_mm512_unpacklo_pd(pd(t[0]), pd(t[2]))),
+            ps(_mm512_unpackhi_pd(pd(t[0]), pd(t[2]))),
+            ps(_mm512_unpacklo_pd(pd(t[1]), pd(t[3]))),
+            ps(_mm512_unpackhi_pd(pd(t[1]), pd(t[3]))),
+        ];
+    }
+    // Lane `4q + c` of every row: quarter q of u[c], u[4 + c], u[8 + c], u[12 + c].
+    let mut v = [_mm512_setzero_ps(); L];
+    for c in 0..4 {
+        let [x0, x1, x2, x3] = [u[c], u[4 + c], u[8 + c], u[12 + c]];
+        let (y0, y1) = (
+            _mm512_shuffle_f32x4::<0x88>(x0, x1),
+            _mm512_shuffle_f32x4::<0xDD>(x0, x1),
+        );
+        let (y2, y3) = (
+            _mm512_shuffle_f32x4::<0x88>(x2, x3),
+            _mm512_shuffle_f32x4::<0xDD>(x2, x3),
+        );
+        v[c] = _mm512_shuffle_f32x4::<0x88>(y0, y2);
+        v[8 + c] = _mm512_shuffle_f32x4::<0xDD>(y0, y2);
+        v[4 + c] = _mm512_shuffle_f32x4::<0x88>(y1, y3);
+        v[12 + c] = _mm512_shuffle_f32x4::<0xDD>(y1, y3);
+    }
+    v
+}
+
+/// An optimisation barrier between the lanes of [`four_keys`]: the vectors `v` pass through
+/// empty `asm!` blocks, which LLVM may neither move across each other or across a memory access
+/// (they may read and write memory, for all LLVM knows) nor look through. Without them LLVM
+/// computed the products of several lanes first and kept them (spilling 130–190 vectors per
+/// step) where one lane at a time needs 21 registers: 0.0157 against 0.0108 ns per
+/// multiply-add on the 16 × 128 × 64 tile on a Zen 5.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn settle<const N: usize>(v: &mut [__m512; N]) {
+    // SAFETY (both blocks): no instructions (at most a comment naming the operand): they read
+    // and write no memory (LLVM is not told so, which keeps the next lane's loads after them),
+    // leave the stack and the flags alone, and every register keeps the value it came in with.
+    unsafe { core::arch::asm!("", options(nostack, preserves_flags)) };
+    for v in v.iter_mut() {
+        // SAFETY: as above.
+        unsafe {
+            core::arch::asm!(
+                "/* {0} */",
+                inout(zmm_reg) * v,
+                options(nostack, preserves_flags)
+            );
+        }
+    }
+}
+
+/// Lane `l` of the four dot products of the sixteen rows (`cols`) with four rows of `B`
+/// (`keys`), sixteen rows per vector: `Σ_t a[16t + l]·b[16t + l]`, the products added in the
+/// order of `t`, starting from the first (as [`block8x2_pairs`]).
+///
+/// # Safety
+///
+/// The CPU must support AVX-512F (callers are the AVX-512 kernels, into which this and the
+/// lane tree's other steps are inlined: as `#[target_feature]` functions LLVM called some of
+/// them, passing their vectors through memory).
+#[inline(always)]
+unsafe fn lane<const KC: usize>(
+    cols: &Columns<KC>,
+    keys: [&[[f32; L]; KC]; NK],
+    l: usize,
+) -> [__m512; NK] {
+    // SAFETY (every intrinsic and `settle` here): AVX-512F, the caller's contract.
+    let mut s = [unsafe { _mm512_setzero_ps() }; NK];
+    unsafe { settle(&mut []) };
+    for (t, x) in cols.0.iter().enumerate() {
+        let Some(x) = x.get(l) else {
+            break;
+        };
+        // SAFETY: AVX-512F; `x` is 16 floats aligned to 64 bytes (`Columns`).
+        let va = unsafe { _mm512_load_ps(x.as_ptr()) };
+        for (s, key) in s.iter_mut().zip(keys) {
+            let Some(&b) = key.get(t).and_then(|c| c.get(l)) else {
+                continue;
+            };
+            // SAFETY: AVX-512F.
+            unsafe {
+                let p = _mm512_mul_ps(va, _mm512_set1_ps(b));
+                *s = if t == 0 { p } else { _mm512_add_ps(*s, p) };
+            }
+        }
+    }
+    // SAFETY: AVX-512F.
+    unsafe { settle(&mut s) };
+    s
+}
+
+/// `x + y`, vector by vector.
+///
+/// # Safety
+///
+/// The CPU must support AVX-512F (see [`lane`]).
+#[inline(always)]
+unsafe fn add4(x: [__m512; NK], y: [__m512; NK]) -> [__m512; NK] {
+    let mut r = x;
+    for (r, y) in r.iter_mut().zip(y) {
+        // SAFETY: AVX-512F, the caller's contract.
+        *r = unsafe { _mm512_add_ps(*r, y) };
+    }
+    // SAFETY: AVX-512F, the caller's contract.
+    unsafe { settle(&mut r) };
+    r
+}
+
+/// The four dot products of the sixteen rows with four rows of `B`, sixteen rows per vector:
+/// the lanes of [`lane`] combined by the pairwise tree (`l + l+8`, then `l + l+4`, `l + l+2`,
+/// `l + l+1`, as `portable::combine`), depth first, plus 0 (the −0 of a sum whose every
+/// product is −0 made +0, as [`scores8`] does).
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn four_keys<const KC: usize>(cols: &Columns<KC>, keys: [&[[f32; L]; KC]; NK]) -> [__m512; NK] {
+    /// Lanes `l + l+8` (`a`), `a(l) + a(l+4)` (`b`), `b(l) + b(l+2)` (`c`). Safety: AVX-512F.
+    #[inline(always)]
+    unsafe fn a<const KC: usize>(
+        x: &Columns<KC>,
+        k: [&[[f32; L]; KC]; NK],
+        l: usize,
+    ) -> [__m512; NK] {
+        // SAFETY: AVX-512F, the caller's contract.
+        unsafe { add4(lane(x, k, l), lane(x, k, l + 8)) }
+    }
+    #[inline(always)]
+    unsafe fn b<const KC: usize>(
+        x: &Columns<KC>,
+        k: [&[[f32; L]; KC]; NK],
+        l: usize,
+    ) -> [__m512; NK] {
+        // SAFETY: AVX-512F, the caller's contract.
+        unsafe { add4(a(x, k, l), a(x, k, l + 4)) }
+    }
+    #[inline(always)]
+    unsafe fn c<const KC: usize>(
+        x: &Columns<KC>,
+        k: [&[[f32; L]; KC]; NK],
+        l: usize,
+    ) -> [__m512; NK] {
+        // SAFETY: AVX-512F, the caller's contract.
+        unsafe { add4(b(x, k, l), b(x, k, l + 2)) }
+    }
+    // SAFETY: AVX-512F (this function's features).
+    let mut r = unsafe { add4(c(cols, keys, 0), c(cols, keys, 1)) };
+    for r in r.iter_mut() {
+        *r = _mm512_add_ps(*r, _mm512_setzero_ps());
+    }
+    r
+}
+
+/// `C = A·Bᵀ` for the first `16·⌊m/16⌋` rows of `A` (`a` `m × k`, `b` `n × k`, `c` `m × n`),
+/// f32, `k` a multiple of 16 up to [`ALIGNED_K`] (none done otherwise), on CPUs with
+/// AVX-512F; returns the number of rows done. Attention's query tiles of sixteen rows: the
+/// rows are transposed once ([`Columns`]), so one vector holds one value of all sixteen rows,
+/// and each value of a row of `B` is broadcast and multiplied into it, four rows of `B` at a
+/// time ([`four_keys`]); a dot product's sixteen lanes are then sixteen separate vectors,
+/// combined by the lane tree with vertical additions only. No vector moves its lanes but the
+/// transposes of `A` (once per call) and of each sixteen results (into rows of `C`). On the
+/// 16 × 128 tile of a Zen 5: 0.0108–0.0110 ns per multiply-add at d = 64 (68% of the FMA
+/// peak), 0.0104 at d = 128, 0.0119 at d = 32, where [`kernel_nt8`] took 0.0121–0.0129. Every
+/// element is `portable::dot` to the bit.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+fn kernel_nt16(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> usize {
+    macro_rules! by_chunks {
+        ($($kc:literal)*) => {
+            match k / L {
+                $($kc => nt16::<$kc>(a, b, k, c),)*
+                _ => 0,
+            }
+        };
+    }
+    if !k.is_multiple_of(L) {
+        return 0;
+    }
+    by_chunks!(1 2 3 4 5 6 7 8)
+}
+
+/// [`kernel_nt16`] for `k = 16·KC`.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+fn nt16<const KC: usize>(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> usize {
+    let (Some(n), Some(ma)) = (b.len().checked_div(k), a.len().checked_div(k)) else {
+        return 0;
+    };
+    let Some(mc) = c.len().checked_div(n) else {
+        return 0;
+    };
+    let groups = ma.min(mc) / QT;
+    let (Some(ak), Some(cn)) = (k.checked_mul(QT), n.checked_mul(QT)) else {
+        return 0;
+    };
+    if groups == 0 || k != KC * L {
+        return 0;
+    }
+    let keys: &[[[f32; L]; KC]] = b.as_chunks::<L>().0.as_chunks::<KC>().0;
+    let Some(last) = keys.last() else {
+        return 0;
+    };
+    let mut cols = Columns([[[0.0; L]; L]; KC]);
+    let mut held = Held([[0.0; L]; L]);
+    for (a16, c16) in a.chunks_exact(ak).zip(c.chunks_exact_mut(cn)).take(groups) {
+        // The sixteen rows, transposed chunk by chunk.
+        for (t, out) in cols.0.iter_mut().enumerate() {
+            let mut r = [_mm512_setzero_ps(); L];
+            for (i, x) in r.iter_mut().enumerate() {
+                if let Some(v) = a16.get(i * k + t * L..).and_then(|v| v.first_chunk::<L>()) {
+                    // SAFETY: AVX-512F (this function's features); `v` is 16 floats, read
+                    // unaligned.
+                    *x = unsafe { _mm512_loadu_ps(v.as_ptr()) };
+                }
+            }
+            for (y, v) in out.iter_mut().zip(transpose16(r)) {
+                // SAFETY: AVX-512F; `y` is 16 floats aligned to 64 bytes (`Columns`).
+                unsafe { _mm512_store_ps(y.as_mut_ptr(), v) };
+            }
+        }
+        // Sixteen rows of `B` at a time (fewer in the last block), four per step; a step past
+        // the last row of `B` recomputes the last row, whose extra results are not stored.
+        for j0 in (0..n).step_by(L) {
+            let w = (n - j0).min(L);
+            for (g, out) in held.0.as_chunks_mut::<NK>().0.iter_mut().enumerate() {
+                if g * NK >= w {
+                    break;
+                }
+                let four: [&[[f32; L]; KC]; NK] =
+                    core::array::from_fn(|i| keys.get(j0 + g * NK + i).unwrap_or(last));
+                for (y, v) in out.iter_mut().zip(four_keys(&cols, four)) {
+                    // SAFETY: AVX-512F; `y` is 16 floats aligned to 64 bytes (`Held`).
+                    unsafe { _mm512_store_ps(y.as_mut_ptr(), v) };
+                }
+            }
+            let mut r = [_mm512_setzero_ps(); L];
+            for (r, y) in r.iter_mut().zip(&held.0) {
+                // SAFETY: AVX-512F; `y` is 16 floats aligned to 64 bytes (`Held`).
+                *r = unsafe { _mm512_load_ps(y.as_ptr()) };
+            }
+            let mask: __mmask16 = ((1u32 << w) - 1) as u16;
+            for (i, v) in transpose16(r).into_iter().enumerate() {
+                if let Some(y) = c16.get_mut(i * n + j0..i * n + j0 + w) {
+                    // SAFETY: AVX-512F; the mask writes the first `w` lanes, and `y` holds `w`
+                    // floats.
+                    unsafe { _mm512_mask_storeu_ps(y.as_mut_ptr(), mask, v) };
+                }
+            }
+        }
+    }
+    groups * QT
 }
 
 /// The columns of eight rows of `C` (`c8`, `8 × n`) from the rows of `B` two at a time:
@@ -1308,6 +1647,57 @@ fn columns2_512<'a, U: Lane8 + 'a, const V2: usize>(
     }
 }
 
+/// [`columns2_512`] for four rows of `C` (`c[r]`, their values of `A` `x[r]` per row of the
+/// group): sixteen running sums of 64 columns, each load of `B` serving four rows.
+#[target_feature(enable = "avx512f,avx2,f16c")]
+#[inline]
+fn columns4_512<'a, U: Lane8 + 'a>(
+    c: [&mut [f32]; 4],
+    off: usize,
+    quads: impl Iterator<Item = ((f32, &'a [U], U::Scale), [f32; 3])>,
+) {
+    let [c0, c1, c2, c3] = c;
+    let (Some(cv0), Some(cv1), Some(cv2), Some(cv3)) = (
+        vectors16::<4>(c0, off),
+        vectors16::<4>(c1, off),
+        vectors16::<4>(c2, off),
+        vectors16::<4>(c3, off),
+    ) else {
+        return;
+    };
+    let mut acc = [[_mm512_setzero_ps(); 4]; 4];
+    for (acc, cv) in acc.iter_mut().zip([&*cv0, &*cv1, &*cv2, &*cv3]) {
+        for (a, c) in acc.iter_mut().zip(cv) {
+            // SAFETY: this function runs with AVX-512F.
+            *a = unsafe { f32::load16(c, ()) };
+        }
+    }
+    for ((x0, b_row, sc), [x1, x2, x3]) in quads {
+        let Some(bv) = b_row
+            .get(off..)
+            .and_then(|b| b.as_chunks::<16>().0.first_chunk::<4>())
+        else {
+            continue;
+        };
+        let xv = [x0, x1, x2, x3].map(|x| _mm512_set1_ps(x));
+        for (v, bv) in bv.iter().enumerate() {
+            // SAFETY: as above.
+            let b = unsafe { U::load16(bv, sc) };
+            for (acc, &x) in acc.iter_mut().zip(&xv) {
+                if let Some(a) = acc.get_mut(v) {
+                    *a = _mm512_add_ps(*a, _mm512_mul_ps(x, b));
+                }
+            }
+        }
+    }
+    for (acc, cv) in acc.iter().zip([cv0, cv1, cv2, cv3]) {
+        for (a, c) in acc.iter().zip(cv.iter_mut()) {
+            // SAFETY: `c` is 16 floats; unaligned store.
+            unsafe { _mm512_storeu_ps(c.as_mut_ptr(), *a) };
+        }
+    }
+}
+
 /// Columns `off..` of a row of `C` (fewer than 8), one at a time.
 #[inline(always)]
 fn rest<U: Lane8>(c_row: &mut [f32], off: usize, a_grp: &[f32], g: Group<'_, U>) {
@@ -1364,6 +1754,28 @@ fn row2<U: Lane8, const W: bool>(
     rest(c1, off, a1_grp, g);
 }
 
+/// Four rows of `C` (`c4`, `4 × k`; `a4` their rows of `A`, `4 × n`) over one group of rows of
+/// `B` (rows `j0..j0 + rows`), 64 columns at a time ([`columns4_512`]; `k` a multiple of 64).
+/// Called only from the AVX-512 kernel.
+#[inline(always)]
+fn row4<U: Lane8>(c4: &mut [f32], a4: &[f32], j0: usize, rows: usize, g: Group<'_, U>) {
+    let (k, n) = (g.k, a4.len() / 4);
+    let grp = |r: usize| a4.get(r * n + j0..r * n + j0 + rows).unwrap_or(&[]);
+    let (a0, a1, a2, a3) = (grp(0), grp(1), grp(2), grp(3));
+    let (c01, c23) = c4.split_at_mut(c4.len().min(2 * k));
+    let (c0, c1) = c01.split_at_mut(c01.len().min(k));
+    let (c2, c3) = c23.split_at_mut(c23.len().min(k));
+    let quads = || {
+        group(a0, g)
+            .zip(a1.iter().zip(a2).zip(a3))
+            .map(|(t, ((&x1, &x2), &x3))| (t, [x1, x2, x3]))
+    };
+    for off in (0..k).step_by(64) {
+        // SAFETY: the AVX-512 kernel runs with AVX-512F, AVX2 and F16C.
+        unsafe { columns4_512::<U>([&mut *c0, &mut *c1, &mut *c2, &mut *c3], off, quads()) };
+    }
+}
+
 /// The triples `(a_grp[j], row j of the group, its scale)`. Walked with checked splits: no
 /// division, which would cost more than a short walk of attention's (one row of a key block
 /// per call).
@@ -1384,8 +1796,9 @@ fn group<'x, U: Lane8>(
 }
 
 /// `C (+)= A·B` (`a` `m × n`, `b` `n × k` with row `j` read with `sc[j]`, `c` `m × k`,
-/// `n, k > 0`): `linalg::matmul_nn`'s walk (groups of 64 rows of `B` outermost), two rows of
-/// `C` at a time with (in the AVX-512 copy 64,) 32, 16 or 8 columns of each in registers
+/// `n, k > 0`): `linalg::matmul_nn`'s walk (groups of 64 rows of `B` outermost), in the
+/// AVX-512 copy four rows of `C` at a time where `k` is a multiple of 64 ([`row4`]), then two
+/// rows at a time with (in the AVX-512 copy 64,) 32, 16 or 8 columns of each in registers
 /// ([`row2`]), an odd last row with 128, 64, 32, 16 or 8 ([`row1`]), and the last `k mod 8`
 /// columns one at a time.
 /// The two products as two copies each: `avx2,f16c` (every element type) and, on CPUs with
@@ -1550,6 +1963,25 @@ macro_rules! kernels {
                 // Two rows of `C` at a time (each load of `B` serves both), then an odd last one;
                 // walked with checked splits (no division).
                 let (mut a_rest, mut c_rest) = (a, &mut *c);
+                // With AVX-512, four rows of 64 columns or more at a time first.
+                while $w && k.is_multiple_of(64) {
+                    let Some((a4, a_next)) =
+                        n.checked_mul(4).and_then(|x| a_rest.split_at_checked(x))
+                    else {
+                        break;
+                    };
+                    let Some(ck) = k.checked_mul(4).filter(|&x| x <= c_rest.len()) else {
+                        break;
+                    };
+                    let Some((c4, c_next)) = core::mem::take(&mut c_rest).split_at_mut_checked(ck)
+                    else {
+                        // Never (`ck` values are there).
+                        break;
+                    };
+                    row4::<U>(c4, a4, j0, rows, g);
+                    a_rest = a_next;
+                    c_rest = c_next;
+                }
                 while let (Some((a0, a_next)), Some((c0, c_next))) = (
                     a_rest.split_at_checked(n),
                     core::mem::take(&mut c_rest).split_at_mut_checked(k),
