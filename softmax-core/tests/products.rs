@@ -70,7 +70,7 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
     level_under_test();
     let mut seed = 7u64;
     let mut cases = 0;
-    for m in [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 19] {
+    for m in [0usize, 1, 2, 3, 4, 5, 6, 7, 8, 12, 16, 19, 35] {
         for n in [1usize, 2, 3, 4, 5, 7, 11, 15, 64, 65, 71, 130] {
             // 16 to 128 in steps of 16: the AVX-512 score kernel with lane pairs (f32); 144: eight
             // rows of `A` read in place.
@@ -125,7 +125,7 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
             }
         }
     }
-    assert_eq!(cases, 12 * 12 * 21);
+    assert_eq!(cases, 13 * 12 * 21);
 }
 
 /// Dot products whose every product is −0 sum to +0 (lanes start from +0 in the definition);
@@ -211,10 +211,13 @@ fn non_finite_inputs_propagate_as_in_the_definition() {
     assert!(
         c[8 * 5..].iter().all(|x| x.is_nan()) && c.iter().skip(1).step_by(5).all(|x| x.is_nan())
     );
-    assert!(c.iter().any(|x| x.is_infinite())); // The same through the sixteen-row kernel (seventeen rows of A, six of B): the NaN of
-                                                // row 16 of A, an infinity in row 2 and one in row 11 of A, the NaN and the infinity of B.
+    assert!(c.iter().any(|x| x.is_infinite()));
+    // The same through the sixteen-row kernel (seventeen rows of A, six of B: rows 0..16 go
+    // through it, row 16 through the single-row kernel): a NaN in row 7 and in row 16 of A,
+    // an infinity in row 2 and one in row 11, the NaN and the infinity of B.
     let (mut a, mut b) = (values(&mut seed, 17 * 64), values(&mut seed, 6 * 64));
     a[2 * 64 + 5] = f32::INFINITY;
+    a[7 * 64 + 33] = f32::NAN;
     a[11 * 64 + 63] = f32::NEG_INFINITY;
     a[16 * 64 + 40] = f32::NAN;
     b[64 + 9] = f32::NAN;
@@ -222,10 +225,30 @@ fn non_finite_inputs_propagate_as_in_the_definition() {
     let mut c = vec![0.0f32; 17 * 6];
     linalg::matmul_nt(&a, &b, 64, &mut c).unwrap();
     assert!(same(&c, &dots(&a, &b, 64)));
+    assert!(c[7 * 6..8 * 6].iter().all(|x| x.is_nan()));
     assert!(
         c[16 * 6..].iter().all(|x| x.is_nan()) && c.iter().skip(1).step_by(6).all(|x| x.is_nan())
     );
     assert!(c.iter().any(|x| x.is_infinite()));
+    // A·B through the four-row value pass (five rows of A, 64 columns: one quad, then a single
+    // row): infinities and NaNs in A and in B.
+    let (mut a, mut b) = (values(&mut seed, 5 * 15), values(&mut seed, 15 * 64));
+    a[2 * 15 + 3] = f32::INFINITY;
+    a[4 * 15 + 7] = f32::NAN;
+    b[5 * 64 + 10] = f32::NAN;
+    b[9 * 64 + 40] = f32::NEG_INFINITY;
+    let mut c = vec![0.0f32; 5 * 64];
+    linalg::matmul_nn(&a, &b, 15, 64, &mut c, false).unwrap();
+    let mut want = vec![0.0f32; 5 * 64];
+    for i in 0..5 {
+        for l in 0..64 {
+            for j in 0..15 {
+                want[i * 64 + l] += a[i * 15 + j] * b[j * 64 + l];
+            }
+        }
+    }
+    assert!(c.iter().zip(&want).all(|(x, y)| equal(x, y)));
+    assert!(c.iter().any(|x| x.is_nan()) && c.iter().any(|x| x.is_infinite()));
 }
 
 /// Every row of `a` with every row of `b` (rows of `k`), each by `linalg::dot`.

@@ -928,14 +928,14 @@ fn four_keys<const KC: usize>(cols: &Columns<KC>, keys: [&[[f32; L]; KC]; NK]) -
 
 /// `C = A·Bᵀ` for the first `16·⌊m/16⌋` rows of `A` (`a` `m × k`, `b` `n × k`, `c` `m × n`),
 /// f32, `k` a multiple of 16 up to [`ALIGNED_K`] (none done otherwise), on CPUs with
-/// AVX-512F; returns the number of rows done. Attention's query tiles of sixteen rows: the
-/// rows are transposed once ([`Columns`]), so one vector holds one value of all sixteen rows,
+/// AVX-512F; returns the number of rows done. Attention's query tiles of sixteen rows: each
+/// group of sixteen rows is transposed once ([`Columns`]; once per call for a tile), so one
+/// vector holds one value of all sixteen rows,
 /// and each value of a row of `B` is broadcast and multiplied into it, four rows of `B` at a
 /// time ([`four_keys`]); a dot product's sixteen lanes are then sixteen separate vectors,
 /// combined by the lane tree with vertical additions only. No vector moves its lanes but the
-/// transposes of `A` (once per call) and of each sixteen results (into rows of `C`). On the
-/// 16 × 128 tile of a Zen 5: 0.0108–0.0110 ns per multiply-add at d = 64 (68% of the FMA
-/// peak), 0.0104 at d = 128, 0.0119 at d = 32, where [`kernel_nt8`] took 0.0121–0.0129. Every
+/// transposes of `A` and of each sixteen results (into rows of `C`). On the 16 × 128 tile of
+/// a Zen 5: 0.0108–0.0110 ns per multiply-add at d = 64 (67–68% of the FMA peak), 0.0104 at d = 128, 0.0119 at d = 32, where [`kernel_nt8`] took 0.0121–0.0129. Every
 /// element is `portable::dot` to the bit.
 #[target_feature(enable = "avx512f,avx2,f16c")]
 fn kernel_nt16(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> usize {
@@ -1756,9 +1756,13 @@ fn row2<U: Lane8, const W: bool>(
 
 /// Four rows of `C` (`c4`, `4 × k`; `a4` their rows of `A`, `4 × n`) over one group of rows of
 /// `B` (rows `j0..j0 + rows`), 64 columns at a time ([`columns4_512`]; `k` a multiple of 64).
-/// Called only from the AVX-512 kernel.
+///
+/// # Safety
+///
+/// The CPU must support AVX-512F, AVX2 and F16C (the AVX-512 kernel calls it; the AVX2 kernel's
+/// copy of the loop never does).
 #[inline(always)]
-fn row4<U: Lane8>(c4: &mut [f32], a4: &[f32], j0: usize, rows: usize, g: Group<'_, U>) {
+unsafe fn row4<U: Lane8>(c4: &mut [f32], a4: &[f32], j0: usize, rows: usize, g: Group<'_, U>) {
     let (k, n) = (g.k, a4.len() / 4);
     let grp = |r: usize| a4.get(r * n + j0..r * n + j0 + rows).unwrap_or(&[]);
     let (a0, a1, a2, a3) = (grp(0), grp(1), grp(2), grp(3));
@@ -1771,7 +1775,7 @@ fn row4<U: Lane8>(c4: &mut [f32], a4: &[f32], j0: usize, rows: usize, g: Group<'
             .map(|(t, ((&x1, &x2), &x3))| (t, [x1, x2, x3]))
     };
     for off in (0..k).step_by(64) {
-        // SAFETY: the AVX-512 kernel runs with AVX-512F, AVX2 and F16C.
+        // SAFETY: AVX-512F, AVX2 and F16C, this function's contract.
         unsafe { columns4_512::<U>([&mut *c0, &mut *c1, &mut *c2, &mut *c3], off, quads()) };
     }
 }
@@ -1978,7 +1982,9 @@ macro_rules! kernels {
                         // Never (`ck` values are there).
                         break;
                     };
-                    row4::<U>(c4, a4, j0, rows, g);
+                    // SAFETY: only with `$w`, in the AVX-512 kernel: the CPU has AVX-512F, AVX2
+                    // and F16C.
+                    unsafe { row4::<U>(c4, a4, j0, rows, g) };
                     a_rest = a_next;
                     c_rest = c_next;
                 }
