@@ -6,8 +6,9 @@
 //! scalarised every portable formulation of several dot products sharing their loads and kept
 //! the running sums of a column block in memory; here several dot products share their loads,
 //! the lane trees of four or eight dot products are combined together, and two or four rows of
-//! a value product share their loads. `softmax-core/tests/products.rs` (release, in CI) compares their
-//! bits with the portable loops, `harness/tests/dispatch_levels.rs` (release) at every level.
+//! a value product share their loads. `softmax-core/tests/products.rs` (release, in CI)
+//! compares their bits with the portable loops, `harness/tests/dispatch_levels.rs` (release)
+//! at every level.
 //!
 //! The kernels are generic over the element type of `B` ([`Lane8`]): f32, or a stored format
 //! of [`stored`](crate::stored) (int8 with a scale per row, f16, bf16) whose values are formed
@@ -930,13 +931,13 @@ fn four_keys<const KC: usize>(cols: &Columns<KC>, keys: [&[[f32; L]; KC]; NK]) -
 /// f32, `k` a multiple of 16 up to [`ALIGNED_K`] (none done otherwise), on CPUs with
 /// AVX-512F; returns the number of rows done. Attention's query tiles of sixteen rows: each
 /// group of sixteen rows is transposed once ([`Columns`]; once per call for a tile), so one
-/// vector holds one value of all sixteen rows,
-/// and each value of a row of `B` is broadcast and multiplied into it, four rows of `B` at a
-/// time ([`four_keys`]); a dot product's sixteen lanes are then sixteen separate vectors,
-/// combined by the lane tree with vertical additions only. No vector moves its lanes but the
-/// transposes of `A` and of each sixteen results (into rows of `C`). On the 16 × 128 tile of
-/// a Zen 5: 0.0108–0.0110 ns per multiply-add at d = 64 (67–68% of the FMA peak), 0.0104 at d = 128, 0.0119 at d = 32, where [`kernel_nt8`] took 0.0121–0.0129. Every
-/// element is `portable::dot` to the bit.
+/// vector holds one value of all sixteen rows, and each value of a row of `B` is broadcast and
+/// multiplied into it, four rows of `B` at a time ([`four_keys`]); a dot product's sixteen
+/// lanes are then sixteen separate vectors, combined by the lane tree with vertical additions
+/// only. No vector moves its lanes but the transposes of `A` and of each sixteen results (into
+/// rows of `C`). On the 16 × 128 tile of a Zen 5: 0.0105–0.0110 ns per multiply-add at d = 64
+/// (67–70% of the FMA peak), 0.0103–0.0104 at d = 128, 0.0109–0.0110 at d = 32, where
+/// [`kernel_nt8`] took 0.0121–0.0129. Every element is `portable::dot` to the bit.
 #[target_feature(enable = "avx512f,avx2,f16c")]
 fn kernel_nt16(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> usize {
     macro_rules! by_chunks {
