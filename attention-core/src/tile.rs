@@ -35,14 +35,13 @@ pub(crate) const BK: usize = 128;
 /// at the level the region chose, as [`Tile::fold`] is everywhere.
 ///
 /// Sixteen on 64-bit targets with an operating system (the per-tile and per-block work is
-/// shared by twice the rows, and the online
-/// softmax steps of sixteen rows interleave): on a Zen 5, H = 8, T = S = 1024, d = 64, 2.14–2.18
-/// → 2.05–2.11 ns per query-key pair, causal 1.20–1.26 → 1.14–1.19 (32 rows: 2.01–2.07 and
-/// 1.15, not worth another doubling of the stack; the score product took them as two groups
-/// of eight then, and takes them sixteen at a time now where the CPU has AVX-512: softmax-core's
-/// `kernel_nt16`). Eight on 64-bit bare-metal targets
-/// (`target_os = "none"`: kernels and firmware, whose stacks are small), where the forward
-/// pass's scores take 8 KiB instead of 16.
+/// shared by twice the rows, and the online softmax steps of sixteen rows interleave): on a
+/// Zen 5, H = 8, T = S = 1024, d = 64, 2.14–2.18 → 2.05–2.11 ns per query-key pair, causal
+/// 1.20–1.26 → 1.14–1.19 (32 rows: 2.01–2.07 and 1.15, not worth another doubling of the
+/// stack; the score product took them as two groups of eight then, and takes them sixteen at
+/// a time now where the CPU has AVX-512: softmax-core's `kernel_nt16`). Eight on 64-bit
+/// bare-metal targets (`target_os = "none"`: kernels and firmware, whose stacks are small),
+/// where the forward pass's scores take 8 KiB instead of 16.
 pub(crate) const TQ: usize = if cfg!(not(target_pointer_width = "64")) {
     1
 } else if cfg!(target_os = "none") {
