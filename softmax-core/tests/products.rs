@@ -93,14 +93,8 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
                     let old = values(&mut seed, m * k);
                     let mut c = old.clone();
                     linalg::matmul_nn(&a, &b, n, k, &mut c, acc).unwrap();
-                    let mut want = if acc { old } else { vec![0.0; m * k] };
-                    for i in 0..m {
-                        for l in 0..k {
-                            for j in 0..n {
-                                want[i * k + l] += a[i * n + j] * b[j * k + l];
-                            }
-                        }
-                    }
+                    let want =
+                        nn_definition(&a, &b, n, k, if acc { old } else { vec![0.0; m * k] });
                     assert!(same(&c, &want), "matmul_nn m={m} n={n} k={k} acc={acc}");
                 }
                 cases += 1;
@@ -184,14 +178,7 @@ fn non_finite_inputs_propagate_as_in_the_definition() {
     let (a, b) = (&a[..3 * 15], &b[..15 * 9]);
     let mut c = vec![0.0f32; 3 * 9];
     linalg::matmul_nn(a, b, 15, 9, &mut c, false).unwrap();
-    let mut want = vec![0.0f32; 3 * 9];
-    for i in 0..3 {
-        for l in 0..9 {
-            for j in 0..15 {
-                want[i * 9 + l] += a[i * 15 + j] * b[j * 9 + l];
-            }
-        }
-    }
+    let want = nn_definition(a, b, 15, 9, vec![0.0f32; 3 * 9]);
     let equal = |x: &f32, y: &f32| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan());
     assert!(c.iter().zip(&want).all(|(x, y)| equal(x, y)));
     assert!(c.iter().any(|x| x.is_nan()) && c.iter().any(|x| x.is_infinite()));
@@ -239,16 +226,24 @@ fn non_finite_inputs_propagate_as_in_the_definition() {
     b[9 * 64 + 40] = f32::NEG_INFINITY;
     let mut c = vec![0.0f32; 5 * 64];
     linalg::matmul_nn(&a, &b, 15, 64, &mut c, false).unwrap();
-    let mut want = vec![0.0f32; 5 * 64];
-    for i in 0..5 {
-        for l in 0..64 {
-            for j in 0..15 {
-                want[i * 64 + l] += a[i * 15 + j] * b[j * 64 + l];
+    let want = nn_definition(&a, &b, 15, 64, vec![0.0f32; 5 * 64]);
+    assert!(c.iter().zip(&want).all(|(x, y)| equal(x, y)));
+    assert!(c.iter().any(|x| x.is_nan()) && c.iter().any(|x| x.is_infinite()));
+}
+
+/// `C (+)= A·B` by its definition (`a` `m × n`, `b` `n × k`, `c` the old `m × k` values or
+/// zeros): each element adds its products to its old value left to right, in the order of the
+/// shared dimension.
+fn nn_definition(a: &[f32], b: &[f32], n: usize, k: usize, mut c: Vec<f32>) -> Vec<f32> {
+    let m = c.len() / k;
+    for i in 0..m {
+        for l in 0..k {
+            for j in 0..n {
+                c[i * k + l] += a[i * n + j] * b[j * k + l];
             }
         }
     }
-    assert!(c.iter().zip(&want).all(|(x, y)| equal(x, y)));
-    assert!(c.iter().any(|x| x.is_nan()) && c.iter().any(|x| x.is_infinite()));
+    c
 }
 
 /// Every row of `a` with every row of `b` (rows of `k`), each by `linalg::dot`.

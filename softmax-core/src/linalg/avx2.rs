@@ -892,6 +892,8 @@ unsafe fn add4(x: [__m512; NK], y: [__m512; NK]) -> [__m512; NK] {
 #[inline]
 fn four_keys<const KC: usize>(cols: &Columns<KC>, keys: [&[[f32; L]; KC]; NK]) -> [__m512; NK] {
     /// Lanes `l + l+8` (`a`), `a(l) + a(l+4)` (`b`), `b(l) + b(l+2)` (`c`). Safety: AVX-512F.
+    /// (Three functions rather than three closures: as closures, LLVM scheduled them into
+    /// 0.0133–0.0134 ns per multiply-add on the 16 × 128 × 64 tile against 0.0106.)
     #[inline(always)]
     unsafe fn a<const KC: usize>(
         x: &Columns<KC>,
