@@ -195,6 +195,20 @@ pub(crate) trait Scale<F: Float>: Copy {
     /// τ > 1: dividing by τ shrinks, so a quotient can be finite where the raw difference
     /// overflows.
     fn above_one(self) -> bool;
+    /// The log-probability `(x − m)/τ − ln_sum` of a value `x <= m`, `m` the row's finite
+    /// maximum and `ln_sum = ln Σ e^d >= 0`; `-inf` where the difference overflows (as it does
+    /// exactly). A function of the exact difference `x − m` alone, so an exact shift of the row
+    /// changes no bit.
+    fn log_prob(self, x: F, m: F, ln_sum: F) -> F;
+}
+
+/// `(x − m)/τ − ln_sum` from the exact difference: `(d_hi − ln_sum) + d_lo`, for any `x`
+/// (also above `m`, where the difference and `ln_sum` can cancel).
+#[inline(always)]
+pub(crate) fn log_prob_exact<F: Float, S: Scale<F>>(s: S, x: F, m: F, ln_sum: F) -> F {
+    let (hi, lo) = s.shift(x, m);
+    // lo is NaN when hi = -inf.
+    select(hi == F::NEG_INFINITY, hi, (hi - ln_sum) + lo)
 }
 
 /// `a − b = hi + lo` exactly: Fast2Sum with the operand of larger magnitude first (cheaper than
@@ -262,6 +276,15 @@ impl<F: Float> Scale<F> for Unit {
     fn above_one(self) -> bool {
         false
     }
+    /// `(x − m) − ln_sum`, two roundings: `d = x − m <= 0` is rounded once (at most `u·|d|`,
+    /// `u` the unit roundoff, 2⁻²⁴ for f32), then `d − ln_sum`, which cannot cancel (`d <= 0 <=
+    /// ln_sum`: `|d| <= |y|`), once more: at most `2u·|y|` in all, the bound of the exact
+    /// difference's `(d_hi − ln_sum) + d_lo` ([`log_prob_exact`]), in two subtractions
+    /// instead of eight.
+    #[inline(always)]
+    fn log_prob(self, x: F, m: F, ln_sum: F) -> F {
+        (x - m) - ln_sum
+    }
 }
 
 /// τ ≠ 1: `(x·h − m·h)/(τ·h)` with `h = ½` for τ > 1 and `h = 1` for τ < 1.
@@ -308,6 +331,11 @@ impl<F: Float> Scale<F> for Scaled<F> {
     #[inline(always)]
     fn above_one(self) -> bool {
         self.h < F::ONE
+    }
+    /// [`log_prob_exact`]: the quotient of the exact difference, then `ln_sum`.
+    #[inline(always)]
+    fn log_prob(self, x: F, m: F, ln_sum: F) -> F {
+        log_prob_exact(self, x, m, ln_sum)
     }
 }
 

@@ -403,6 +403,9 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
         if self.max.is_finite() && x == F::INFINITY {
             return x; // above everything pushed: e^(x − lse) = +inf
         }
+        if x > self.max {
+            return self.log_prob_exact(Unit, x, self.ln_sum());
+        }
         self.log_prob_scaled(Unit, x, self.ln_sum())
     }
 
@@ -555,15 +558,30 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
         r - r * (lo / hi)
     }
 
-    /// [`log_prob`](Self::log_prob) of a raw value read through a temperature mode, given
-    /// `ln_sum` (hoisted out of the loops by the callers).
+    /// [`log_prob`](Self::log_prob) of a raw value `x <= max` read through a temperature mode,
+    /// given `ln_sum` (hoisted out of the loops by the callers): [`Scale::log_prob`].
     #[inline(always)]
     pub(crate) fn log_prob_scaled<S: Scale<F>>(&self, s: S, x: F, ln_sum: F) -> F {
+        self.log_prob_with::<S, false>(s, x, ln_sum)
+    }
+
+    /// [`log_prob_scaled`](Self::log_prob_scaled) of any value, also above the state's maximum
+    /// (a value the state did not see, or a state whose `max` is a reference below the row's
+    /// maximum): from the exact difference, [`kernel::log_prob_exact`].
+    #[inline(always)]
+    pub(crate) fn log_prob_exact<S: Scale<F>>(&self, s: S, x: F, ln_sum: F) -> F {
+        self.log_prob_with::<S, true>(s, x, ln_sum)
+    }
+
+    #[inline(always)]
+    fn log_prob_with<S: Scale<F>, const EXACT: bool>(&self, s: S, x: F, ln_sum: F) -> F {
         let p = x;
         if self.max.is_finite() {
-            let (hi, lo) = s.shift(p, self.max);
-            // lo is NaN when hi = -inf.
-            select(hi == F::NEG_INFINITY, hi, (hi - ln_sum) + lo)
+            if EXACT {
+                kernel::log_prob_exact(s, p, self.max, ln_sum)
+            } else {
+                s.log_prob(p, self.max, ln_sum)
+            }
         } else if self.max == F::INFINITY {
             // ln_sum = ln k here (0 − ln k, so a single +inf gets +0 as the finite max does).
             select(p == F::INFINITY, F::ZERO - ln_sum, F::NEG_INFINITY)

@@ -259,7 +259,8 @@ pub(crate) fn log_softmax<F: Float, B: Backend<F>, S: Scale<F>, I: Io<F>>(mut io
             let u = kernel::untop::<F>();
             let st = LogSumExp::<F, B>::from_parts(r, hi * u, lo * u);
             let l = st.ln_sum();
-            io.map(|x| st.log_prob_scaled(s, x, l));
+            // The reference `r` may lie below values of the row: the exact difference.
+            io.map(|x| st.log_prob_exact(s, x, l));
             return;
         }
     }
