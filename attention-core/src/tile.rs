@@ -233,6 +233,22 @@ impl Block {
         (self.u1 - self.u0) as usize
     }
 
+    /// The keys every row takes, `[max start, min end)`, when each row has one run and they
+    /// overlap.
+    #[inline(always)]
+    fn common(&self) -> Option<(u64, u64)> {
+        let (mut c0, mut c1) = (0u64, u64::MAX);
+        for s in self.spans.iter().take(self.rows) {
+            let r = (*s)?;
+            if r.second.is_some() {
+                return None;
+            }
+            c0 = c0.max(r.first.0);
+            c1 = c1.min(r.first.1);
+        }
+        (c0 < c1).then_some((c0, c1))
+    }
+
     /// The runs, when every row has the same (the decoder's rows always do).
     #[inline(always)]
     fn shared(&self) -> Option<Runs> {
@@ -451,7 +467,7 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
             #[inline(always)]
             |blk| {
                 let w = blk.width();
-                self.scores(backend, blk, &mut sc, None);
+                self.scores(backend, blk, &mut sc[..], None);
                 let Some(sc) = sc.get_mut(..rows * w) else {
                     return;
                 };
@@ -472,7 +488,7 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                     for (r, ((st, job), (b, t))) in states
                         .iter_mut()
                         .zip(jobs.iter_mut())
-                        .zip(before.iter_mut().zip(chunks_mut(&mut tmp, BK)))
+                        .zip(before.iter_mut().zip(chunks_mut(&mut tmp[..], BK)))
                         .enumerate()
                         .take(rows)
                     {
@@ -501,7 +517,7 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                             alphas
                                 .iter()
                                 .zip(before.iter())
-                                .zip(chunks_mut(&mut tmp, BK)),
+                                .zip(chunks_mut(&mut tmp[..], BK)),
                         )
                         .enumerate()
                         .take(rows)
@@ -526,63 +542,127 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                 }
                 match blk.shared() {
                     Some(runs) => {
-                        for (a, b) in runs.iter() {
-                            self.keys.pieces(
-                                (a, b),
-                                (self.d, dv),
-                                #[inline(always)]
-                                |p0, pc| {
-                                    let (vr, vs) = (pc.v, pc.vs);
-                                    let n = vr.len().checked_div(dv).unwrap_or(0);
-                                    let c0 = (p0 - blk.u0) as usize;
-                                    let acc = acc.get_mut(..rows * dv).unwrap_or(&mut []);
-                                    if n == w {
-                                        within::matmul_nn_stored(sc, vr, vs, n, dv, acc, true);
-                                    } else if !MULTI || rows == 1 {
-                                        let wr = sc.get(c0..c0 + n).unwrap_or(&[]);
-                                        within::matmul_nn_stored(wr, vr, vs, n, dv, acc, true);
-                                    } else {
-                                        let mut gather = [F::ZERO; GATHER];
-                                        let wt = gather.get_mut(..rows * n).unwrap_or(&mut []);
-                                        for (dst, row) in
-                                            chunks_mut(wt, n.max(1)).zip(chunks(sc, w))
-                                        {
-                                            let src = row.get(c0..c0 + n).unwrap_or(&[]);
-                                            for (a, &b) in dst.iter_mut().zip(src) {
-                                                *a = b;
-                                            }
-                                        }
-                                        within::matmul_nn_stored(wt, vr, vs, n, dv, acc, true);
-                                    }
-                                },
-                            );
+                        for r in runs.iter() {
+                            self.tile_values(blk, sc, acc, r, &mut tmp[..]);
                         }
                     }
+                    // Rows whose allowed keys differ (the diagonal block of a causal tile, the
+                    // edge of a sliding window): the keys every row takes (in the causal
+                    // diagonal, all but the last few) as one product of the whole tile, each
+                    // row's keys before and after them row by row; every output element still
+                    // adds its terms in key order.
                     None => {
-                        for ((srow, span), acc_r) in chunks(sc, w.max(1))
-                            .zip(blk.spans.iter())
-                            .zip(chunks_mut(acc, dv.max(1)))
-                        {
-                            let Some(runs) = span else {
-                                continue;
-                            };
-                            for (a, b) in runs.iter() {
-                                self.keys.pieces(
-                                    (a, b),
-                                    (self.d, dv),
+                        let common = if MULTI && rows > 1 {
+                            blk.common()
+                        } else {
+                            None
+                        };
+                        match common {
+                            Some((c0, c1)) => {
+                                each_row(
+                                    sc,
+                                    blk,
+                                    acc,
+                                    dv,
                                     #[inline(always)]
-                                    |p0, pc| {
-                                        let (vr, vs) = (pc.v, pc.vs);
-                                        let n = vr.len().checked_div(dv).unwrap_or(0);
-                                        let c0 = (p0 - blk.u0) as usize;
-                                        let wr = srow.get(c0..c0 + n).unwrap_or(&[]);
-                                        within::matmul_nn_stored(wr, vr, vs, n, dv, acc_r, true);
+                                    |srow, acc_r, runs| {
+                                        self.row_values(blk, srow, acc_r, (runs.first.0, c0))
+                                    },
+                                );
+                                self.tile_values(blk, sc, acc, (c0, c1), &mut tmp[..]);
+                                each_row(
+                                    sc,
+                                    blk,
+                                    acc,
+                                    dv,
+                                    #[inline(always)]
+                                    |srow, acc_r, runs| {
+                                        self.row_values(blk, srow, acc_r, (c1, runs.first.1))
                                     },
                                 );
                             }
+                            None => each_row(
+                                sc,
+                                blk,
+                                acc,
+                                dv,
+                                #[inline(always)]
+                                |srow, acc_r, runs| {
+                                    for r in runs.iter() {
+                                        self.row_values(blk, srow, acc_r, r);
+                                    }
+                                },
+                            ),
                         }
                     }
                 }
+            },
+        );
+    }
+}
+
+impl<F: Float, U: Operand<F>> Tile<'_, F, U> {
+    /// Every row's weights of the keys `[a, b)` of a block (keys all the rows take; `sc`: the
+    /// block's scores, rows of its width) into the accumulators (`acc`, `rows × dv`): one
+    /// product of the whole tile, each value row read once. `gather` (at least `rows × width`
+    /// values, contents free) holds the weights of a part of the columns side by side.
+    #[inline(always)]
+    fn tile_values(
+        &self,
+        blk: &Block,
+        sc: &[F],
+        acc: &mut [F],
+        (a, b): (u64, u64),
+        gather: &mut [F],
+    ) {
+        let (rows, dv, w) = (self.rows, self.dv, blk.width());
+        self.keys.pieces(
+            (a, b),
+            (self.d, dv),
+            #[inline(always)]
+            |p0, pc| {
+                let (vr, vs) = (pc.v, pc.vs);
+                let n = vr.len().checked_div(dv).unwrap_or(0);
+                let c0 = (p0 - blk.u0) as usize;
+                let acc = acc.get_mut(..rows * dv).unwrap_or(&mut []);
+                if n == w {
+                    within::matmul_nn_stored(sc, vr, vs, n, dv, acc, true);
+                } else if !MULTI || rows == 1 {
+                    let wr = sc.get(c0..c0 + n).unwrap_or(&[]);
+                    within::matmul_nn_stored(wr, vr, vs, n, dv, acc, true);
+                } else {
+                    // Part of the columns: the rows' weights side by side first.
+                    let wt = gather.get_mut(..rows * n).unwrap_or(&mut []);
+                    for (dst, row) in chunks_mut(wt, n.max(1)).zip(chunks(sc, w)) {
+                        let src = row.get(c0..c0 + n).unwrap_or(&[]);
+                        for (a, &b) in dst.iter_mut().zip(src) {
+                            *a = b;
+                        }
+                    }
+                    within::matmul_nn_stored(wt, vr, vs, n, dv, acc, true);
+                }
+            },
+        );
+    }
+
+    /// A row's weights of the keys `[a, b)` of a block (`srow`: the row's scores, the block's
+    /// width) into its accumulator.
+    #[inline(always)]
+    fn row_values(&self, blk: &Block, srow: &[F], acc_r: &mut [F], (a, b): (u64, u64)) {
+        if a >= b {
+            return;
+        }
+        let dv = self.dv;
+        self.keys.pieces(
+            (a, b),
+            (self.d, dv),
+            #[inline(always)]
+            |p0, pc| {
+                let (vr, vs) = (pc.v, pc.vs);
+                let n = vr.len().checked_div(dv).unwrap_or(0);
+                let c0 = (p0 - blk.u0) as usize;
+                let wr = srow.get(c0..c0 + n).unwrap_or(&[]);
+                within::matmul_nn_stored(wr, vr, vs, n, dv, acc_r, true);
             },
         );
     }
@@ -630,6 +710,27 @@ impl<'a, F: Float> Tile<'a, F> {
         Tile::new((keys, q, d, dv), (range, p.koff()), rows, |r| {
             Self::query_row(p, h, t0 + r, range)
         })
+    }
+}
+
+/// Calls `f(scores, accumulator, runs)` for each row of a block's scores (`sc`, rows of the
+/// block's width) that has keys in the block.
+#[inline(always)]
+fn each_row<F: Float>(
+    sc: &[F],
+    blk: &Block,
+    acc: &mut [F],
+    dv: usize,
+    mut f: impl FnMut(&[F], &mut [F], Runs),
+) {
+    for ((srow, span), acc_r) in chunks(sc, blk.width().max(1))
+        .zip(blk.spans.iter())
+        .zip(chunks_mut(acc, dv.max(1)))
+        .take(blk.rows)
+    {
+        if let Some(runs) = span {
+            f(srow, acc_r, *runs);
+        }
     }
 }
 
