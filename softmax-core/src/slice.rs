@@ -243,7 +243,8 @@ pub fn softmax_in_place<F: Float, B: Backend<F>>(_backend: B, xy: &mut [F]) -> R
 }
 
 /// log_softmax of one row: `y_i = x_i − logsumexp(x)`, computed as `(x_i − max) − ln Σ e^(x − max)`
-/// with an exact shift and an accurate `ln` of the compensated sum.
+/// (two roundings that cannot cancel: `x_i − max <= 0 <= ln Σ`), the sum's terms from the exact
+/// shift and an accurate `ln` of the compensated sum.
 ///
 /// Edge semantics: an all-`-inf` row gives all `-inf`; with `k` entries `+inf`, those get
 /// `−ln k` and the others `-inf`; NaN poisons the row. Where the exact result is outside the
