@@ -448,8 +448,9 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
 
     /// Folds the keys of the tile's range into the rows' states and output accumulators
     /// (`acc`, `rows × dv`): per block, the scores, each row's online-softmax step, then the
-    /// weighted values (once for the whole tile when the rows share their runs: each value
-    /// row is read once per tile; each output element adds its terms in key order either way).
+    /// weighted values (one product of the whole tile for the keys every row takes, each value
+    /// row read once per tile; row by row for a row's other keys; each output element adds its
+    /// terms in key order either way).
     #[inline(always)]
     pub(crate) fn fold<B: Backend<F>>(
         &self,

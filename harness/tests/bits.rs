@@ -3,7 +3,7 @@
 //!
 //! Two records, committed next to this file in `harness/tests/bits/`:
 //!
-//! * `conform_expected.txt`: for every line of `cases.jsonl` (1,262 requests of every
+//! * `conform_expected.txt`: for every line of `cases.jsonl` (1,333 requests of every
 //!   `harness conform` op, f32 and f64, with their options, edge values and structural errors;
 //!   generated once by `gen_cases.py`), the request's id and a 64-bit digest (FNV-1a) of the
 //!   answer line `harness conform` printed, byte for byte. The answer's floats are printed in

@@ -278,7 +278,7 @@ impl<F: Float> Scale<F> for Unit {
     }
     /// `(x − m) − ln_sum`, two roundings: `d = x − m <= 0` is rounded once (at most `u·|d|`,
     /// `u` the unit roundoff, 2⁻²⁴ for f32), then `d − ln_sum`, which cannot cancel (`d <= 0 <=
-    /// ln_sum`: `|d| <= |y|`), once more: at most `2u·|y|` in all, the bound of the exact
+    /// ln_sum`: `|d| <= |y|`), once more: at most `u·(2 + u)·|y|` in all, the bound of the exact
     /// difference's `(d_hi − ln_sum) + d_lo` ([`log_prob_exact`]), in two subtractions
     /// instead of eight.
     #[inline(always)]

@@ -244,7 +244,9 @@ fn fill_limit<F: Float>(io: &mut impl Io<F>, sc: kernel::Scan<F>) {
     }
 }
 
-/// log_softmax: the normaliser (two passes), then `(d − ln Σ) + d_lo` per entry.
+/// log_softmax: the normaliser (two passes), then `(x − max) − ln Σ` per entry
+/// ([`Scale::log_prob`]; with a temperature, and on the long-row path against its reference,
+/// `(d − ln Σ) + d_lo` from the exact difference).
 ///
 /// Out of place, the terms of the normaliser are stored in the output first and summed from
 /// there (the same vectorised pass as softmax's), the maxima counted apart; in place, and for

@@ -244,7 +244,9 @@ pub fn softmax_in_place<F: Float, B: Backend<F>>(_backend: B, xy: &mut [F]) -> R
 
 /// log_softmax of one row: `y_i = x_i − logsumexp(x)`, computed as `(x_i − max) − ln Σ e^(x − max)`
 /// (two roundings that cannot cancel: `x_i − max <= 0 <= ln Σ`), the sum's terms from the exact
-/// shift and an accurate `ln` of the compensated sum.
+/// shift and an accurate `ln` of the compensated sum. Rows of 2¹⁷ values or more sum in one
+/// online pass against a reference up to 2.5 below the maximum, and subtract from the exact
+/// difference with that reference (`(d − ln Σ) + d_lo`), which can be positive.
 ///
 /// Edge semantics: an all-`-inf` row gives all `-inf`; with `k` entries `+inf`, those get
 /// `−ln k` and the others `-inf`; NaN poisons the row. Where the exact result is outside the

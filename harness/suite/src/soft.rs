@@ -36,8 +36,10 @@ fn feed3(ctx: &mut Ctx, a: u32, b: u32) {
 }
 
 /// The exact shift `x − max` with signed zeros and overflow (Fast2Sum on soft-float targets,
-/// TwoSum elsewhere; the pair must be the same, zero signs included): `log_prob` and
-/// `log_softmax` on rows whose maximum or difference is a zero of either sign or overflows.
+/// TwoSum elsewhere; the pair must be the same, zero signs included) and the log-probabilities
+/// built on it: `log_prob` (the exact shift for values above the state's maximum, `(x − max) −
+/// ln Σ` below it) and `log_softmax` (whose terms take the exact shift) on rows whose maximum
+/// or difference is a zero of either sign or overflows.
 fn shift_signs(ctx: &mut Ctx) {
     const ROWS: [&[f32]; 6] = [
         &[0.0],
