@@ -573,6 +573,8 @@ impl<F: Float, B: Backend<F>> LogSumExp<F, B> {
         self.log_prob_with::<S, true>(s, x, ln_sum)
     }
 
+    /// The two above: `EXACT` picks [`kernel::log_prob_exact`] over [`Scale::log_prob`] for a
+    /// finite maximum; the states without one share their limits.
     #[inline(always)]
     fn log_prob_with<S: Scale<F>, const EXACT: bool>(&self, s: S, x: F, ln_sum: F) -> F {
         let p = x;
