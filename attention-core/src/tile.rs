@@ -605,8 +605,9 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
 impl<F: Float, U: Operand<F>> Tile<'_, F, U> {
     /// Every row's weights of the keys `[a, b)` of a block (keys all the rows take; `sc`: the
     /// block's scores, rows of its width) into the accumulators (`acc`, `rows × dv`): one
-    /// product of the whole tile, each value row read once. `gather` (at least `rows × width`
-    /// values, contents free) holds the weights of a part of the columns side by side.
+    /// product of the whole tile, each value row read once (one row: [`row_values`](Self::row_values)). `gather`
+    /// (at least `rows × width` values, contents free) holds the weights of a part of the
+    /// columns side by side.
     #[inline(always)]
     fn tile_values(
         &self,
@@ -617,6 +618,11 @@ impl<F: Float, U: Operand<F>> Tile<'_, F, U> {
         gather: &mut [F],
     ) {
         let (rows, dv, w) = (self.rows, self.dv, blk.width());
+        let acc = acc.get_mut(..rows * dv).unwrap_or(&mut []);
+        if !MULTI || rows == 1 {
+            self.row_values(blk, sc, acc, (a, b));
+            return;
+        }
         self.keys.pieces(
             (a, b),
             (self.d, dv),
@@ -625,12 +631,8 @@ impl<F: Float, U: Operand<F>> Tile<'_, F, U> {
                 let (vr, vs) = (pc.v, pc.vs);
                 let n = vr.len().checked_div(dv).unwrap_or(0);
                 let c0 = (p0 - blk.u0) as usize;
-                let acc = acc.get_mut(..rows * dv).unwrap_or(&mut []);
                 if n == w {
                     within::matmul_nn_stored(sc, vr, vs, n, dv, acc, true);
-                } else if !MULTI || rows == 1 {
-                    let wr = sc.get(c0..c0 + n).unwrap_or(&[]);
-                    within::matmul_nn_stored(wr, vr, vs, n, dv, acc, true);
                 } else {
                     // Part of the columns: the rows' weights side by side first.
                     let wt = gather.get_mut(..rows * n).unwrap_or(&mut []);
