@@ -249,6 +249,22 @@ impl Block {
         (c0 < c1).then_some((c0, c1))
     }
 
+    /// The first key past the keys every row takes, when every row has one run, all the runs
+    /// start at the block's first column and they do not all end together (the diagonal block
+    /// of a causal tile): the rows then differ only in how many trailing columns they leave out.
+    #[inline(always)]
+    fn ragged_end(&self) -> Option<u64> {
+        let mut c1 = u64::MAX;
+        for s in self.spans.iter().take(self.rows) {
+            let r = (*s)?;
+            if r.second.is_some() || r.first.0 != self.u0 {
+                return None;
+            }
+            c1 = c1.min(r.first.1);
+        }
+        (c1 < self.u1).then_some(c1)
+    }
+
     /// The runs, when every row has the same (the decoder's rows always do).
     #[inline(always)]
     fn shared(&self) -> Option<Runs> {
@@ -450,7 +466,8 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
     /// (`acc`, `rows × dv`): per block, the scores, each row's online-softmax step, then the
     /// weighted values (one product of the whole tile for the keys every row takes, each value
     /// row read once per tile; row by row for a row's other keys; each output element adds its
-    /// terms in key order either way).
+    /// terms in key order either way). In a causal diagonal block the rows' future keys take
+    /// part as weights of +0 where that changes no bit (`zeros_add_nothing`).
     #[inline(always)]
     pub(crate) fn fold<B: Backend<F>>(
         &self,
@@ -472,9 +489,32 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                 let Some(sc) = sc.get_mut(..rows * w) else {
                     return;
                 };
-                // Row r's scores: its span of the block's columns.
+                // The causal diagonal: each row's keys start at the block's first column, and the
+                // rows leave out different numbers of trailing columns. Those columns become
+                // -inf and every row takes the block's whole width: the same weights, maxima
+                // and sums to the bit (a -inf score is a weight of +0, which adds nothing to a
+                // lane: value `i` of a row still goes into lane `i mod 32`, and the sums' own
+                // ragged tails are padded with zeros anyway), with whole vectors instead of
+                // sixteen ragged tails.
+                let ragged = if MULTI && rows > 1 {
+                    blk.ragged_end()
+                } else {
+                    None
+                };
+                if ragged.is_some() {
+                    for (srow, span) in chunks_mut(sc, w.max(1)).zip(blk.spans.iter()) {
+                        let end = span.map_or(0, |r| (r.first.1 - blk.u0) as usize);
+                        for x in srow.iter_mut().skip(end) {
+                            *x = F::NEG_INFINITY;
+                        }
+                    }
+                }
+                // Row r's scores: its span of the block's columns (the whole width when padded).
                 let span_of = |r: usize| {
                     let (f, l) = blk.spans.get(r).copied().flatten()?.span();
+                    if ragged.is_some() {
+                        return Some((r * w, r * w + w));
+                    }
                     Some((r * w + (f - blk.u0) as usize, r * w + (l - blk.u0) as usize))
                 };
                 if MULTI && rows > 1 {
@@ -547,11 +587,20 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                             self.tile_values(blk, sc, acc, r, &mut tmp[..]);
                         }
                     }
-                    // Rows whose allowed keys differ (the diagonal block of a causal tile, the
-                    // edge of a sliding window): the keys every row takes (in the causal
-                    // diagonal, all but the last few) as one product of the whole tile, each
-                    // row's keys before and after them row by row; every output element still
-                    // adds its terms in key order.
+                    // The padded diagonal (above): one product of the whole tile over the whole
+                    // block, when the zero weights of the rows' future keys add nothing.
+                    None if match ragged {
+                        Some(c1) => self.zeros_add_nothing(states, acc, (c1, blk.u1)),
+                        None => false,
+                    } =>
+                    {
+                        self.tile_values(blk, sc, acc, (blk.u0, blk.u1), &mut tmp[..]);
+                    }
+                    // Rows whose allowed keys differ otherwise (the edge of a sliding window, or a
+                    // causal diagonal whose zeros would change a bit): the keys every row takes
+                    // (in the causal diagonal, all but the last few) as one product of the whole
+                    // tile, each row's keys before and after them row by row; every output
+                    // element still adds its terms in key order.
                     None => {
                         let common = if MULTI && rows > 1 {
                             blk.common()
@@ -648,6 +697,40 @@ impl<F: Float, U: Operand<F>> Tile<'_, F, U> {
         );
     }
 
+    /// Whether weights of +0 for the keys `[a, b)` leave every accumulator of the tile as it is,
+    /// bit for bit, when a product adds them in: `0·v` is ±0 for a finite value `v` (so every
+    /// value of those keys must be finite: `0·inf` is NaN), and `acc + ±0` is `acc` for every
+    /// `acc` but −0 (`−0 + +0 = +0`). A sum of terms is −0 only if it was −0 before them (RN:
+    /// `x + y = −0` needs `x = y = −0`), so no −0 now means none while the keys before `a` are
+    /// added either. A row whose maximum is not finite (NaN or `+inf` scores) goes the other
+    /// way too: its weights were not computed as finite-maximum weights.
+    #[inline(always)]
+    fn zeros_add_nothing<B: Backend<F>>(
+        &self,
+        states: &[QueryState<F, B>],
+        acc: &[F],
+        (a, b): (u64, u64),
+    ) -> bool {
+        let (rows, dv) = (self.rows, self.dv);
+        let neg_zero = (-F::ZERO).to_bits();
+        let mut ok = states.iter().take(rows).all(|s| s.sm.max().is_finite());
+        ok &= all_of(acc.get(..rows * dv).unwrap_or(&[]), |x| {
+            x.to_bits() != neg_zero
+        });
+        self.keys.pieces(
+            (a, b),
+            (self.d, dv),
+            #[inline(always)]
+            |_, pc| {
+                for (j, vrow) in chunks(pc.v, dv.max(1)).enumerate() {
+                    let s = pc.vs.get(j).copied().unwrap_or_default();
+                    ok &= all_of(vrow, |v| v.load(s).is_finite());
+                }
+            },
+        );
+        ok
+    }
+
     /// A row's weights of the keys `[a, b)` of a block (`srow`: the row's scores, the block's
     /// width) into its accumulator.
     #[inline(always)]
@@ -735,6 +818,23 @@ fn each_row<F: Float>(
             f(srow, acc_r, *runs);
         }
     }
+}
+
+/// Whether `p` holds for every element of `x`: without an early exit, in sixteen lanes, so that
+/// it vectorises (a short-circuiting `all` ran one element at a time).
+#[inline(always)]
+fn all_of<T: Copy>(x: &[T], p: impl Fn(T) -> bool) -> bool {
+    let mut ok = [true; 16];
+    let (body, tail) = x.as_chunks::<16>();
+    for c in body {
+        for (o, &v) in ok.iter_mut().zip(c) {
+            *o &= p(v);
+        }
+    }
+    for &v in tail {
+        ok[0] &= p(v);
+    }
+    ok.iter().fold(true, |a, &b| a & b)
 }
 
 /// The offsets of a gap within a span starting at key `f`.

@@ -911,3 +911,72 @@ fn reference_against_hand_computed_values() {
     let g = ref_backward(&c, &[1.0]);
     assert!((g.dv[0] - 0.25).abs() < 1e-15 && (g.dv[1] - 0.75).abs() < 1e-15);
 }
+
+/// Row `r` of a causal computation (`t` queries over `s` keys, bottom-right aligned, `d = dv = 1`)
+/// and the same query alone over the keys it sees (one query: no tile, no padding), bit for
+/// bit; every output of the full computation is returned.
+fn causal_rows_equal_single_queries(q: &[f32], k: &[f32], v: &[f32]) -> Vec<f32> {
+    let (t, s) = (q.len(), k.len());
+    let mut o = vec![f32::NAN; t];
+    let opts = Options::new().with_causal(Causal::BottomRight);
+    attention(
+        Poly,
+        &Dims::new(1, 1, t, s, 1, 1),
+        Qkv::new(q, k, v),
+        &opts,
+        Output::new(&mut o),
+    )
+    .unwrap();
+    for (r, &got) in o.iter().enumerate() {
+        let n = s - t + r + 1;
+        let mut one = [f32::NAN];
+        attention(
+            Poly,
+            &Dims::new(1, 1, 1, n, 1, 1),
+            Qkv::new(&q[r..=r], &k[..n], &v[..n]),
+            &Options::new(),
+            Output::new(&mut one),
+        )
+        .unwrap();
+        assert_eq!(
+            got.to_bits(),
+            one[0].to_bits(),
+            "row {r}: {got} vs {}",
+            one[0]
+        );
+    }
+    o
+}
+
+#[test]
+fn the_causal_diagonal_reads_no_future_value_and_keeps_negative_zeros() {
+    // The diagonal block of a causal tile runs as a whole-width product with weights of +0 for
+    // each row's future keys, but only where those zeros add nothing (tile.rs,
+    // `zeros_add_nothing`). Sixteen queries over 144 keys: the rows' last keys are 128..=143,
+    // in the block [128, 144).
+    let (t, s) = (16usize, 144usize);
+    let q = vec![1.0f32; t];
+    // An infinite and a NaN value among the future keys of the first rows: only the rows that
+    // see those keys may be affected.
+    let mut k = vec![0.0f32; s];
+    let mut v: Vec<f32> = (0..s).map(|j| (j % 7) as f32 - 3.0).collect();
+    v[138] = f32::INFINITY;
+    v[141] = f32::NAN;
+    let o = causal_rows_equal_single_queries(&q, &k, &v);
+    for (r, x) in o.iter().enumerate() {
+        // Row r sees keys 0..=128 + r.
+        assert_eq!(x.is_finite(), 128 + r < 138, "row {r}: {x}");
+    }
+    // A −0 output: keys 0..128 have score 0 and value −1 (the accumulator goes negative), key
+    // 128 has score 100 (the rescale e^−100 flushes to 0, leaving −0) and value −0, and every
+    // later key has weight 0 (score 0, 100 below the maximum) and value +1. Row 0 (keys up to
+    // 128) is −0; a +0 weight times a later value +1 added to it would make it +0.
+    k.fill(0.0);
+    k[128] = 100.0;
+    let mut v = vec![-1.0f32; s];
+    v[128] = -0.0;
+    v[129..].fill(1.0);
+    let o = causal_rows_equal_single_queries(&q, &k, &v);
+    assert_eq!(o[0].to_bits(), (-0.0f32).to_bits(), "row 0: {}", o[0]);
+    assert_eq!(o[1].to_bits(), 0.0f32.to_bits(), "row 1: {}", o[1]);
+}
