@@ -88,8 +88,9 @@ pub(crate) struct Row<'a, F> {
 }
 
 impl<F: Float> Row<'_, F> {
-    /// Turns the dot products `s` of keys `f ..` (key `j` at position `j + koff`) into final
-    /// scores in place: `cap(scale·s) + bias + alibi`, then `-inf` in `gap` and where `keep` is
+    /// Turns the scaled dot products `s = scale·(q·k)` of keys `f ..` (key `j` at position
+    /// `j + koff`; the product multiplies by the scale, [`within::matmul_nt_scaled`]) into final
+    /// scores in place: `cap(s) + bias + alibi`, then `-inf` in `gap` and where `keep` is
     /// false. The operations and their order are the same on every path (forward, backward,
     /// decoder), so every path sees the same scores. With `fac`, also writes the derivative of
     /// the score with respect to the dot product: `scale·cap'`.
@@ -104,9 +105,6 @@ impl<F: Float> Row<'_, F> {
     ) {
         let m = &self.mods;
         let (k0, k1) = (f as usize, (f as usize).saturating_add(s.len()));
-        for x in s.iter_mut() {
-            *x *= m.scale;
-        }
         match m.cap {
             Some(c) => {
                 if let Some(fac) = fac {
@@ -407,6 +405,8 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
         let Some(sc) = sc.get_mut(..rows * w) else {
             return;
         };
+        // Every row of a tile has the plan's scale.
+        let scale = self.row[0].mods.scale;
         let mut product = |a: u64, b: u64| {
             self.keys.pieces(
                 (a, b),
@@ -417,10 +417,10 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                     let n = kr.len().checked_div(d).unwrap_or(0);
                     let c0 = (p0 - blk.u0) as usize;
                     if n == w {
-                        within::matmul_nt_stored(self.q, kr, ks, d, sc);
+                        within::matmul_nt_scaled(self.q, kr, ks, d, sc, scale);
                     } else if !MULTI || rows == 1 {
                         if let Some(dst) = sc.get_mut(c0..c0 + n) {
-                            within::matmul_nt_stored(self.q, kr, ks, d, dst);
+                            within::matmul_nt_scaled(self.q, kr, ks, d, dst, scale);
                         }
                     } else {
                         // Part of the columns of several rows (a run of the rows' shared runs: the
@@ -428,7 +428,7 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                         // by side, then into their columns.
                         let mut gather = [F::ZERO; GATHER];
                         let dt = gather.get_mut(..rows * n).unwrap_or(&mut []);
-                        within::matmul_nt_stored(self.q, kr, ks, d, dt);
+                        within::matmul_nt_scaled(self.q, kr, ks, d, dt, scale);
                         for (row, src) in chunks_mut(sc, w).zip(chunks(dt, n.max(1))) {
                             let dst = row.get_mut(c0..c0 + n).unwrap_or(&mut []);
                             for (a, &b) in dst.iter_mut().zip(src) {

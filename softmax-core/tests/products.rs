@@ -87,6 +87,17 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
                     .flat_map(|ai| b.chunks(k).map(move |bj| linalg::dot(ai, bj).unwrap()))
                     .collect();
                 assert!(same(&c, &want), "matmul_nt m={m} n={n} k={k}");
+                // C = alpha·(A·Bᵀ): the product, then each element times alpha (attention's
+                // scale: 1/8 exact, 1/√128 rounded, and one with every bit of the significand).
+                for alpha in [0.125f32, 0.088_388_35, -1.000_000_1] {
+                    let mut c = vec![f32::NAN; m * n];
+                    linalg::within::matmul_nt_scaled(&a, &b, &[], k, &mut c, alpha);
+                    let scaled: Vec<f32> = want.iter().map(|&x| x * alpha).collect();
+                    assert!(
+                        same(&c, &scaled),
+                        "matmul_nt_scaled m={m} n={n} k={k} {alpha}"
+                    );
+                }
                 // C (+)= A·B: a is m × n, b is n × k.
                 let a = values(&mut seed, m * n);
                 for acc in [false, true] {

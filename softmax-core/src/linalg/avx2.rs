@@ -225,8 +225,10 @@ impl Lane8 for f16 {
         unsafe { _mm256_cvtph_ps(_mm_loadu_si128(x.as_ptr().cast::<__m128i>())) }
     }
 }
-/// `C = A·Bᵀ` with the AVX2 kernel, as `portable::matmul_nt` computes it (row `j` of `B` read
-/// with `s[j]`); `false` (nothing done) when the CPU runs below AVX2 or `k = 0`.
+/// `C = alpha·(A·Bᵀ)` with the AVX2 kernel, as `portable::matmul_nt` computes the product (row
+/// `j` of `B` read with `s[j]`), each element then multiplied by `alpha` (rounded once more;
+/// in [`kernel_nt16`]'s registers, or over the rows the other kernels wrote); `false` (nothing
+/// done) when the CPU runs below AVX2 or `k = 0`.
 #[inline(always)]
 pub(super) fn matmul_nt<U: Lane8>(
     a: &[f32],
@@ -234,6 +236,7 @@ pub(super) fn matmul_nt<U: Lane8>(
     s: &[U::Scale],
     k: usize,
     c: &mut [f32],
+    alpha: f32,
 ) -> bool {
     if simd::level() < Level::Avx2 || k == 0 {
         return false;
@@ -243,7 +246,7 @@ pub(super) fn matmul_nt<U: Lane8>(
     // eight at a time ...
     if let Some(bf) = U::as_f32s(b).filter(|_| simd::level() >= Level::Avx512) {
         // SAFETY: the level reports AVX-512F, AVX2 and F16C and the ZMM state.
-        let done = unsafe { kernel_nt16(a, bf, k, c) };
+        let done = unsafe { kernel_nt16(a, bf, k, c, alpha) };
         if !skip_rows(&mut a, &mut c, done, k, b.len() / k) {
             return false;
         }
@@ -251,6 +254,19 @@ pub(super) fn matmul_nt<U: Lane8>(
             return true;
         }
     }
+    let done = matmul_nt_rest(a, b, s, k, c);
+    if done && alpha != 1.0 {
+        for x in c.iter_mut() {
+            *x *= alpha;
+        }
+    }
+    done
+}
+
+/// [`matmul_nt`]'s product after its rows of sixteen (unscaled).
+#[inline(always)]
+fn matmul_nt_rest<U: Lane8>(a: &[f32], b: &[U], s: &[U::Scale], k: usize, c: &mut [f32]) -> bool {
+    let (mut a, mut c) = (a, c);
     // ... then eight rows of `A` at a time (attention's query tiles), then the rest below; for
     // every type but f16, whose 16-value conversion is slow on AVX-512 (see `WIDE`): its eight-row
     // block measured 21–28 GFLOP/s in some runs against 38–58 for the AVX2 kernel (8 × 128 keys,
@@ -940,12 +956,14 @@ fn four_keys<const KC: usize>(cols: &Columns<KC>, keys: [&[[f32; L]; KC]; NK]) -
 /// rows of `C`). On the 16 × 128 tile of a Zen 5: 0.0105–0.0110 ns per multiply-add at d = 64
 /// (67–70% of the FMA peak), 0.0103–0.0104 at d = 128, 0.0109–0.0110 at d = 32, where
 /// [`kernel_nt8`] took 0.0121–0.0129. Every element is `portable::dot` to the bit.
+/// Each result is multiplied by `alpha` before it is stored (rounded once more: the same bits
+/// as multiplying the stored product).
 #[target_feature(enable = "avx512f,avx2,f16c")]
-fn kernel_nt16(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> usize {
+fn kernel_nt16(a: &[f32], b: &[f32], k: usize, c: &mut [f32], alpha: f32) -> usize {
     macro_rules! by_chunks {
         ($($kc:literal)*) => {
             match k / L {
-                $($kc => nt16::<$kc>(a, b, k, c),)*
+                $($kc => nt16::<$kc>(a, b, k, c, alpha),)*
                 _ => 0,
             }
         };
@@ -958,7 +976,7 @@ fn kernel_nt16(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> usize {
 
 /// [`kernel_nt16`] for `k = 16·KC`.
 #[target_feature(enable = "avx512f,avx2,f16c")]
-fn nt16<const KC: usize>(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> usize {
+fn nt16<const KC: usize>(a: &[f32], b: &[f32], k: usize, c: &mut [f32], alpha: f32) -> usize {
     let (Some(n), Some(ma)) = (b.len().checked_div(k), a.len().checked_div(k)) else {
         return 0;
     };
@@ -1005,6 +1023,7 @@ fn nt16<const KC: usize>(a: &[f32], b: &[f32], k: usize, c: &mut [f32]) -> usize
                 let four: [&[[f32; L]; KC]; NK] =
                     core::array::from_fn(|i| keys.get(j0 + g * NK + i).unwrap_or(last));
                 for (y, v) in out.iter_mut().zip(four_keys(&cols, four)) {
+                    let v = _mm512_mul_ps(v, _mm512_set1_ps(alpha));
                     // SAFETY: AVX-512F; `y` is 16 floats aligned to 64 bytes (`Held`).
                     unsafe { _mm512_store_ps(y.as_mut_ptr(), v) };
                 }

@@ -71,12 +71,15 @@ pub(crate) trait Lane8: Operand<f32> {}
 #[cfg(not(softmax_dispatch))]
 impl<T: Operand<f32>> Lane8 for T {}
 
-/// `C = A·Bᵀ` by the AVX2 kernel when `F` is f32, the shapes are consistent and the CPU has
-/// AVX2 (`false`: nothing done, the caller runs the portable loop).
+/// `C = alpha·(A·Bᵀ)` by the AVX2 kernel when `F` is f32, the shapes are consistent and the
+/// CPU has AVX2 (`false`: nothing done, the caller runs the portable loop).
 #[inline(always)]
-pub(crate) fn fast_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) -> bool {
+pub(crate) fn fast_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F], alpha: F) -> bool {
     match (F::as_f32(a), F::as_f32(b), F::as_f32_mut(c)) {
-        (Some(a), Some(b), Some(c)) => fast_nt_stored::<f32>(a, b, &[], k, c),
+        // `alpha` is an f32 here (`F` is): the conversion is exact.
+        (Some(a), Some(b), Some(c)) => {
+            fast_nt_stored::<f32>(a, b, &[], k, c, alpha.to_f64() as f32)
+        }
         _ => false,
     }
 }
@@ -103,8 +106,8 @@ fn scaled_rows<T>(scales: &[T], n: usize) -> bool {
     core::mem::size_of::<T>() == 0 || scales.len() >= n
 }
 
-/// `C = A·Bᵀ` over stored rows by the AVX2 kernel, when the shapes are consistent (and every
-/// row has its scale) and the CPU has AVX2; `false`: nothing done.
+/// `C = alpha·(A·Bᵀ)` over stored rows by the AVX2 kernel, when the shapes are consistent (and
+/// every row has its scale) and the CPU has AVX2; `false`: nothing done.
 #[inline(always)]
 #[allow(unused_variables)]
 pub(crate) fn fast_nt_stored<U: Lane8>(
@@ -113,6 +116,7 @@ pub(crate) fn fast_nt_stored<U: Lane8>(
     s: &[U::Scale],
     k: usize,
     c: &mut [f32],
+    alpha: f32,
 ) -> bool {
     #[cfg(softmax_dispatch)]
     if let (Some(m), Some(n)) = (a.len().checked_div(k), b.len().checked_div(k)) {
@@ -121,7 +125,7 @@ pub(crate) fn fast_nt_stored<U: Lane8>(
             && m.checked_mul(n) == Some(c.len())
             && scaled_rows(s, n)
         {
-            return avx2::matmul_nt(a, b, s, k, c);
+            return avx2::matmul_nt(a, b, s, k, c, alpha);
         }
     }
     false

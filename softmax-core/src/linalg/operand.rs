@@ -50,12 +50,19 @@ pub trait Operand<F: Float>:
     /// ```
     fn load(self, scale: Self::Scale) -> F;
 
-    /// Crate-internal: `C = A·Bᵀ` with an architecture copy of the product, if there is one
-    /// for this element type and the CPU runs it (`false`: nothing done). Same bits as the
-    /// portable loop.
+    /// Crate-internal: `C = alpha·(A·Bᵀ)` with an architecture copy of the product, if there is
+    /// one for this element type and the CPU runs it (`false`: nothing done). Same bits as the
+    /// portable loop followed by a multiplication of each element by `alpha`.
     #[doc(hidden)]
     #[inline(always)]
-    fn nt_fast(_a: &[F], _b: &[Self], _s: &[Self::Scale], _k: usize, _c: &mut [F]) -> bool {
+    fn nt_fast(
+        _a: &[F],
+        _b: &[Self],
+        _s: &[Self::Scale],
+        _k: usize,
+        _c: &mut [F],
+        _alpha: F,
+    ) -> bool {
         false
     }
 
@@ -81,8 +88,8 @@ impl<F: Float> Operand<F> for F {
         self
     }
     #[inline(always)]
-    fn nt_fast(a: &[F], b: &[F], _s: &[()], k: usize, c: &mut [F]) -> bool {
-        super::fast_nt(a, b, k, c)
+    fn nt_fast(a: &[F], b: &[F], _s: &[()], k: usize, c: &mut [F], alpha: F) -> bool {
+        super::fast_nt(a, b, k, c, alpha)
     }
     #[inline(always)]
     fn nn_fast(a: &[F], b: &[F], _s: &[()], nk: (usize, usize), c: &mut [F], acc: bool) -> bool {
@@ -94,8 +101,15 @@ impl<F: Float> Operand<F> for F {
 macro_rules! stored_hooks {
     ($t:ty) => {
         #[inline(always)]
-        fn nt_fast(a: &[f32], b: &[$t], s: &[Self::Scale], k: usize, c: &mut [f32]) -> bool {
-            super::fast_nt_stored(a, b, s, k, c)
+        fn nt_fast(
+            a: &[f32],
+            b: &[$t],
+            s: &[Self::Scale],
+            k: usize,
+            c: &mut [f32],
+            alpha: f32,
+        ) -> bool {
+            super::fast_nt_stored(a, b, s, k, c, alpha)
         }
         #[inline(always)]
         fn nn_fast(

@@ -85,10 +85,42 @@ pub fn matmul_nt_stored<F: Float, U: Operand<F>>(
     k: usize,
     c: &mut [F],
 ) {
-    if U::nt_fast(a, b, scales, k, c) {
+    matmul_nt_scaled(a, b, scales, k, c, F::ONE)
+}
+
+/// `C = alpha·(A·Bᵀ)`: each element of [`matmul_nt_stored`] multiplied by `alpha` (rounded once
+/// more), the same bits as that product followed by a pass that multiplies `c` by `alpha`
+/// (attention's scores times the softmax scale). Kernels that can do so multiply their results
+/// before storing them (the sixteen-row f32 kernel of AVX-512); the others store the product
+/// and multiply afterwards. `alpha = 1` multiplies nothing.
+///
+/// # Examples
+///
+/// ```
+/// use softmax_core::linalg::within;
+/// let mut c = [0.0f32; 2];
+/// within::matmul_nt_scaled(&[3.0, 1.0], &[1.0, 2.0, 0.5, 0.5], &[], 2, &mut c, 0.125);
+/// assert_eq!(c, [0.625, 0.25]);
+/// ```
+#[cfg_attr(softmax_dispatch, inline(always))]
+#[cfg_attr(not(softmax_dispatch), inline(never))]
+pub fn matmul_nt_scaled<F: Float, U: Operand<F>>(
+    a: &[F],
+    b: &[U],
+    scales: &[U::Scale],
+    k: usize,
+    c: &mut [F],
+    alpha: F,
+) {
+    if U::nt_fast(a, b, scales, k, c, alpha) {
         return;
     }
-    portable::matmul_nt(a, b, scales, k, c)
+    portable::matmul_nt(a, b, scales, k, c);
+    if alpha != F::ONE {
+        for x in c.iter_mut() {
+            *x *= alpha;
+        }
+    }
 }
 
 /// `C = A·B`, or `C += A·B` with `accumulate`, as [`linalg::matmul_nn`](super::matmul_nn):
