@@ -1,7 +1,7 @@
 //! The panic-freedom probe for softmax-core's reduced-precision storage (`stored`: f16, bf16,
 //! int8 with a scale per row) and the products that read stored rows
-//! (`linalg::within::matmul_nt_stored` / `matmul_nn_stored`), with lengths, shapes and values
-//! the optimiser cannot see (see `main.rs`).
+//! (`linalg::within::matmul_nt_stored`, `matmul_nt_scaled` / `matmul_nn_stored`), with lengths,
+//! shapes and values the optimiser cannot see (see `main.rs`).
 
 use core::hint::black_box;
 
@@ -73,8 +73,9 @@ fn operand<F: Float, O: Operand<F>>() {
     let c: &mut [F] = black_box(&mut c_buf[..]);
     let (n, k) = (black_box(4usize), black_box(5usize));
     within::matmul_nt_stored(a, b, scales, k, &mut *c);
+    within::matmul_nt_scaled(a, b, scales, k, &mut *c, black_box(F::HALF));
     within::matmul_nn_stored(a, b, scales, n, k, &mut *c, black_box(true));
-    used(O::nt_fast(a, b, scales, k, &mut *c));
+    used(O::nt_fast(a, b, scales, k, &mut *c, black_box(F::HALF)));
     used(O::nn_fast(a, b, scales, (n, k), &mut *c, black_box(false)));
     used(c_buf);
 }
