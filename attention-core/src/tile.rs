@@ -702,8 +702,10 @@ impl<F: Float, U: Operand<F>> Tile<'_, F, U> {
     /// value of those keys must be finite: `0·inf` is NaN), and `acc + ±0` is `acc` for every
     /// `acc` but −0 (`−0 + +0 = +0`). A sum of terms is −0 only if it was −0 before them (RN:
     /// `x + y = −0` needs `x = y = −0`), so no −0 now means none while the keys before `a` are
-    /// added either. A row whose maximum is not finite (NaN or `+inf` scores) goes the other
-    /// way too: its weights were not computed as finite-maximum weights.
+    /// added either. A row whose maximum is not finite (NaN or `+inf` scores, or `-inf`: a
+    /// state that has seen no allowed key) goes the other way too: its weights were not
+    /// computed as finite-maximum weights (a conservative condition: their padded columns hold
+    /// +0 as well, except a NaN row's, whose outputs are NaN either way).
     #[inline(always)]
     fn zeros_add_nothing<B: Backend<F>>(
         &self,

@@ -956,6 +956,19 @@ fn the_causal_diagonal_reads_no_future_value_and_keeps_negative_zeros() {
     // in the block [128, 144).
     let (t, s) = (16usize, 144usize);
     let q = vec![1.0f32; t];
+    // Plain data: the padded product runs (every check holds) and each row equals the query
+    // alone.
+    let mut rng = 0x5eed_u64;
+    let mut next = || {
+        rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        ((rng >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+    };
+    let (qs, ks, vs): (Vec<f32>, Vec<f32>, Vec<f32>) = (
+        (0..t).map(|_| next()).collect(),
+        (0..s).map(|_| next()).collect(),
+        (0..s).map(|_| next()).collect(),
+    );
+    causal_rows_equal_single_queries(&qs, &ks, &vs);
     // An infinite and a NaN value among the future keys of the first rows: only the rows that
     // see those keys may be affected.
     let mut k = vec![0.0f32; s];

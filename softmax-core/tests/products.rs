@@ -88,7 +88,8 @@ fn matrix_products_equal_their_definitions_bit_for_bit() {
                     .collect();
                 assert!(same(&c, &want), "matmul_nt m={m} n={n} k={k}");
                 // C = alpha·(A·Bᵀ): the product, then each element times alpha (attention's
-                // scale: 1/8 exact, 1/√128 rounded, and one with every bit of the significand).
+                // scale: 1/8 exact, 1/√128 rounded, and −(1 + 2⁻²³), which rounds almost every
+                // product).
                 for alpha in [0.125f32, 0.088_388_35, -1.000_000_1] {
                     let mut c = vec![f32::NAN; m * n];
                     linalg::within::matmul_nt_scaled(&a, &b, &[], k, &mut c, alpha);
@@ -305,6 +306,20 @@ fn within_products_on_inconsistent_shapes_are_the_portable_loops() {
         within::matmul_nt(&a, &b, k, &mut c64);
         within::matmul_nt(&narrow(&a), &narrow(&b), k, &mut c32);
         assert_eq!(wide(&c32), c64, "matmul_nt {la} {lb} {k} {lc}");
+        // Scaled by 1/4 (exact): the elements the product writes, times the factor; the
+        // others left as they were.
+        let old = ints(lc, 6);
+        let mut s64 = old.clone();
+        within::matmul_nt_scaled(&a, &b, &[], k, &mut s64, 0.25);
+        let want: Vec<f64> = c64
+            .iter()
+            .zip(&old)
+            .map(|(&c, &o)| if c == o { o } else { c * 0.25 })
+            .collect();
+        assert_eq!(s64, want, "matmul_nt_scaled {la} {lb} {k} {lc}");
+        let mut s32 = narrow(&old);
+        within::matmul_nt_scaled(&narrow(&a), &narrow(&b), &[], k, &mut s32, 0.25);
+        assert_eq!(wide(&s32), s64, "matmul_nt_scaled f32 {la} {lb} {k} {lc}");
     }
 }
 
@@ -385,6 +400,14 @@ fn stored_products_equal_the_f32_products_over_the_read_back_values() {
         within::matmul_nt_stored(&a, &b, &scales, k, &mut c);
         within::matmul_nt(&a, &back, k, &mut want);
         assert!(same(&c, &want), "{} matmul_nt m={m} n={n} k={k}", U::NAME);
+        let alpha = 0.088_388_35f32;
+        within::matmul_nt_scaled(&a, &b, &scales, k, &mut c, alpha);
+        let scaled: Vec<f32> = want.iter().map(|&x| x * alpha).collect();
+        assert!(
+            same(&c, &scaled),
+            "{} matmul_nt_scaled m={m} n={n} k={k}",
+            U::NAME
+        );
         let a = values(seed, m * n);
         for acc in [false, true] {
             let old = values(seed, m * k);

@@ -66,7 +66,8 @@ pub(super) fn scale<T: Copy + Default>(scales: &[T], j: usize) -> T {
 
 /// Rows of `A·Bᵀ` in two-by-two blocks (each element computed as [`dot`] computes it,
 /// so the blocking changes no bit). Two rows of `A` share every load of `B`, and the four dot
-/// products are independent chains (eight vector accumulators with AVX2).
+/// products are independent chains (eight vector accumulators with AVX2). Returns how many
+/// elements it wrote: whole rows of `C` from the first (all of `c` for `k = 0`, which zeroes it).
 #[inline(always)]
 pub(super) fn matmul_nt<F: Float, U: Operand<F>>(
     a: &[F],
@@ -74,33 +75,35 @@ pub(super) fn matmul_nt<F: Float, U: Operand<F>>(
     scales: &[U::Scale],
     k: usize,
     c: &mut [F],
-) {
+) -> usize {
     if k == 0 {
         c.fill(F::ZERO);
-        return;
+        return c.len();
     }
     let n = b.len() / k;
     if n == 0 {
-        return;
+        return 0;
     }
     // Two rows of A (of C) at a time, walked with checked splits rather than `chunks_exact`:
     // its chunk-size assertion and length division are panic paths the optimiser does not
     // always remove (the panic-freedom probe caught one at opt-level s).
     let (Some(k2), Some(n2)) = (k.checked_mul(2), n.checked_mul(2)) else {
-        return;
+        return 0;
     };
     let mut a_rest = a;
     let mut c_rest = c;
+    let mut written = 0;
     while let Some((a2, a_next)) = a_rest.split_at_checked(k2) {
         let Some((c2, c_next)) = core::mem::take(&mut c_rest).split_at_mut_checked(n2) else {
-            return;
+            return written;
         };
         a_rest = a_next;
         c_rest = c_next;
         let (Some((a0, a1)), Some((c0, c1))) = (a2.split_at_checked(k), c2.split_at_mut_checked(n))
         else {
-            return;
+            return written;
         };
+        written += n2;
         let (c0p, c0r) = c0.as_chunks_mut::<2>();
         let (c1p, c1r) = c1.as_chunks_mut::<2>();
         let mut b_rest = b;
@@ -135,8 +138,10 @@ pub(super) fn matmul_nt<F: Float, U: Operand<F>>(
                 b_rest = b_next;
                 *c = dot(a_rest, b0, scale(scales, j));
             }
+            written += n;
         }
     }
+    written
 }
 
 /// Columns of `C` kept in registers while the shared dimension is walked: [`matmul_nn`] uses

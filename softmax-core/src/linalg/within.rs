@@ -85,14 +85,18 @@ pub fn matmul_nt_stored<F: Float, U: Operand<F>>(
     k: usize,
     c: &mut [F],
 ) {
-    matmul_nt_scaled(a, b, scales, k, c, F::ONE)
+    if U::nt_fast(a, b, scales, k, c, F::ONE) {
+        return;
+    }
+    portable::matmul_nt(a, b, scales, k, c);
 }
 
 /// `C = alpha·(A·Bᵀ)`: each element of [`matmul_nt_stored`] multiplied by `alpha` (rounded once
-/// more), the same bits as that product followed by a pass that multiplies `c` by `alpha`
-/// (attention's scores times the softmax scale). Kernels that can do so multiply their results
-/// before storing them (the sixteen-row f32 kernel of AVX-512); the others store the product
-/// and multiply afterwards. `alpha = 1` multiplies nothing.
+/// more), the same bits as that product followed by multiplying each element it writes by
+/// `alpha` (attention's scores times the softmax scale; on inconsistent shapes the elements it
+/// does not write are left alone, as the module says). The sixteen-row f32 kernel of AVX-512
+/// multiplies each result before storing it; the other kernels and the portable loop store the
+/// product and multiply the elements they wrote afterwards. `alpha = 1` multiplies nothing.
 ///
 /// # Examples
 ///
@@ -115,9 +119,9 @@ pub fn matmul_nt_scaled<F: Float, U: Operand<F>>(
     if U::nt_fast(a, b, scales, k, c, alpha) {
         return;
     }
-    portable::matmul_nt(a, b, scales, k, c);
+    let done = portable::matmul_nt(a, b, scales, k, c);
     if alpha != F::ONE {
-        for x in c.iter_mut() {
+        for x in c.iter_mut().take(done) {
             *x *= alpha;
         }
     }
