@@ -822,21 +822,15 @@ fn each_row<F: Float>(
     }
 }
 
-/// Whether `p` holds for every element of `x`: without an early exit, in sixteen lanes, so that
-/// it vectorises (a short-circuiting `all` ran one element at a time).
+/// Whether `p` holds for every element of `x`: one fold without an early exit, which LLVM
+/// vectorises as a reduction (compares into mask registers at the AVX-512 level). A
+/// short-circuiting `all` ran one element at a time; an array of sixteen flags, each chunk of
+/// sixteen values folded into it, was vectorised across chunks instead, with sixteen gathers per
+/// sixteen chunks: about 400 ns per causal diagonal block of a 16-query tile on a Zen 5, the
+/// whole extra cost of that block over an unmasked one.
 #[inline(always)]
 fn all_of<T: Copy>(x: &[T], p: impl Fn(T) -> bool) -> bool {
-    let mut ok = [true; 16];
-    let (body, tail) = x.as_chunks::<16>();
-    for c in body {
-        for (o, &v) in ok.iter_mut().zip(c) {
-            *o &= p(v);
-        }
-    }
-    for &v in tail {
-        ok[0] &= p(v);
-    }
-    ok.iter().fold(true, |a, &b| a & b)
+    x.iter().fold(true, |ok, &v| ok & p(v))
 }
 
 /// The offsets of a gap within a span starting at key `f`.

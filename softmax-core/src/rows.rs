@@ -46,10 +46,11 @@ pub fn softmax<F: Float, B: Backend<F>>(
     let n = spec.n();
     dispatch!(spec, |masks, s| {
         // Pairs up to one block (Zen 5, scratch timing of 1024 rows: 256 values 0.307 → 0.277 ns
-        // per value, 64 values 0.56 → 0.43; 512 the same; the README has `harness bench`'s).
+        // per value, 64 values 0.56 → 0.43; 512 the same; the README has `harness bench`'s);
+        // masked rows one at a time ([`pair_limit`]).
         by_pairs(
             n,
-            kernel::TERM_BLOCK,
+            pair_limit(spec, kernel::TERM_BLOCK),
             out_rows(x, y, n, masks),
             #[inline(always)]
             |a, b| op::softmax_pair::<F, B, _, _>(a, b, s),
@@ -88,10 +89,11 @@ pub fn log_softmax<F: Float, B: Backend<F>>(
     dispatch!(spec, |masks, s| {
         // Pairs up to 128 values (Zen 5, scratch timing of 1024 rows: 32 values 1.61 → 1.22 ns
         // per value, 64 0.89 → 0.73, 128 0.60 → 0.53; 256 the same, 512 slower: the pair's
-        // second normaliser kept its lane sums in memory).
+        // second normaliser kept its lane sums in memory); masked rows one at a time
+        // ([`pair_limit`]).
         by_pairs(
             n,
-            128,
+            pair_limit(spec, 128),
             out_rows(x, y, n, masks),
             #[inline(always)]
             |a, b| op::log_softmax_pair::<F, B, _, _>(a, b, s),
@@ -181,6 +183,23 @@ fn out_rows<'a, F: Float, M: RowMask<F> + 'a>(
             out: yr,
         },
     )
+}
+
+/// The longest rows [`by_pairs`] takes in pairs: `max` for unmasked rows, 0 (none) for rows
+/// read through a keep or bias mask. Through a mask's load the pair kernels kept each chunk of
+/// masked logits in memory between its computation and its use, and ran slower than one row at
+/// a time (Zen 5, 1024 rows, scratch timing in ns per value: softmax with a bias mask 0.55 →
+/// 0.36 at 256 values and 0.75 → 0.62 at 64, with a keep mask 0.60 → 0.40 and 0.79 → 0.67;
+/// log_softmax with a bias mask 0.80 → 0.60 at 128 and 1.01 → 0.91 at 64, level at 32).
+/// Copying a pair's masked rows to the stack and running the plain pair kernel on the copies
+/// measured 0.43 at 256 values and 0.79 at 64 (softmax, bias mask): not kept.
+#[inline(always)]
+fn pair_limit<F: Float>(spec: &Rows<'_, F>, max: usize) -> usize {
+    if matches!(spec.mask(), Mask::None) {
+        max
+    } else {
+        0
+    }
 }
 
 /// Runs `pair` on the rows two at a time, `single` on the rest (either gives the same bits): rows
