@@ -826,8 +826,9 @@ fn each_row<F: Float>(
 /// vectorises as a reduction (compares into mask registers at the AVX-512 level). A
 /// short-circuiting `all` ran one element at a time; an array of sixteen flags, each chunk of
 /// sixteen values folded into it, was vectorised across chunks instead, with sixteen gathers per
-/// sixteen chunks: about 400 ns per causal diagonal block of a 16-query tile on a Zen 5, the
-/// whole extra cost of that block over an unmasked one.
+/// sixteen chunks: mostly 360–500 ns per causal diagonal block of a 16-query tile on a Zen 5 in
+/// a scratch timing (best of 1 s per width), the whole extra cost of that block over an unmasked
+/// one there.
 #[inline(always)]
 fn all_of<T: Copy>(x: &[T], p: impl Fn(T) -> bool) -> bool {
     x.iter().fold(true, |ok, &v| ok & p(v))

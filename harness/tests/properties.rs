@@ -1289,10 +1289,11 @@ fn batch_rows<F: softmax_core::Float>(n: usize, vals: &[f64], kinds: &[u8]) -> V
 }
 
 /// `rows::softmax` and `rows::log_softmax` over a batch give, bit for bit, what they give for
-/// each row on its own (a batch of one row): the pair kernels that take short rows two at a time
-/// (`op::softmax_pair`, `op::log_softmax_pair`) change no bit, with masks, temperatures, rows
+/// each row on its own (a batch of one row): the pair kernels that take short unmasked rows two
+/// at a time (`op::softmax_pair`, `op::log_softmax_pair`) change no bit, with temperatures, rows
 /// without a finite maximum beside ordinary ones, an odd last row, and lengths on both sides of
-/// the pairs' rule (multiples of 32 up to 512, and others).
+/// the pairs' rule (multiples of 32 up to 512, and others); masked batches (which the pairs do
+/// not take, `rows::pair_limit`) give each row's own bits too.
 fn batch_equals_rows_one_by_one<F: softmax_core::Float>(
     n: usize,
     vals: &[f64],

@@ -47,7 +47,9 @@ pub(crate) fn softmax<F: Float, B: Backend<F>, S: Scale<F>>(mut io: impl Io<F>, 
     io.update(|y| y * inv);
 }
 
-/// The first passes of two rows at once, for [`softmax_pair`] and [`log_softmax_pair`]: both max
+/// The first passes of two rows at once, for [`softmax_pair`] and [`log_softmax_pair`] (which
+/// `rows` calls for unmasked rows only: through a mask's load the pairs ran slower than single
+/// rows, `rows::pair_limit`; the kernels stay generic over the load): both max
 /// passes, then the terms `e^d·2^TOP` of both rows stored chunk by chunk, interleaved. Returns
 /// the two maxima, or `None` (nothing stored) unless both rows have a finite maximum, no NaN,
 /// and the same length, a multiple of [`kernel::TERM_LANES`] up to [`kernel::TERM_BLOCK`] (one
