@@ -76,8 +76,7 @@ pub fn matmul_nt<F: Float>(a: &[F], b: &[F], k: usize, c: &mut [F]) {
 /// within::matmul_nt_stored(&[3.0, 1.0], &k, &[0.5, 0.25], 2, &mut c);
 /// assert_eq!(c, [1.0, 1.0]);
 /// ```
-#[cfg_attr(softmax_dispatch, inline(always))]
-#[cfg_attr(not(softmax_dispatch), inline(never))]
+#[inline(always)]
 pub fn matmul_nt_stored<F: Float, U: Operand<F>>(
     a: &[F],
     b: &[U],
@@ -85,10 +84,9 @@ pub fn matmul_nt_stored<F: Float, U: Operand<F>>(
     k: usize,
     c: &mut [F],
 ) {
-    if U::nt_fast(a, b, scales, k, c, F::ONE) {
-        return;
-    }
-    portable::matmul_nt(a, b, scales, k, c);
+    // The scaled product with a factor of 1, which multiplies nothing: one body for both, so
+    // an image that calls both holds one copy.
+    matmul_nt_scaled(a, b, scales, k, c, F::ONE);
 }
 
 /// `C = alpha·(A·Bᵀ)`: each element of [`matmul_nt_stored`] multiplied by `alpha` (rounded once
