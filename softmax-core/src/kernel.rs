@@ -800,7 +800,7 @@ impl<F: Float> TermSum<F> {
 /// caches next to their output (2^17 f32 are 512 KiB), and reading them once less wins.
 /// softmax keeps its three passes at every length: its output pass would compute every exp a
 /// second time, and storing the terms in the exp pass and scaling them in place is the faster
-/// of the two at every length (the README's Speed section has the figures).
+/// of the two at every length (`docs/speed-history.md` has the figures).
 pub(crate) const LONG_ROW: usize = 1 << 17;
 
 /// Values per block of [`online_sum`]: 16 KiB of f32, read from memory by the block's max scan

@@ -46,7 +46,7 @@ pub fn softmax<F: Float, B: Backend<F>>(
     let n = spec.n();
     dispatch!(spec, |masks, s| {
         // Pairs up to one block (Zen 5, scratch timing of 1024 rows: 256 values 0.307 → 0.277 ns
-        // per value, 64 values 0.56 → 0.43; 512 the same; the README has `harness bench`'s);
+        // per value, 64 values 0.56 → 0.43; 512 the same; docs/speed-history.md has `harness bench`'s);
         // masked rows one at a time ([`pair_limit`]).
         by_pairs(
             n,

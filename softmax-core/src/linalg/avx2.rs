@@ -1840,7 +1840,7 @@ macro_rules! kernels {
         /// ([`combine8`]) and stored as one vector; each group meets every pair of rows while it
         /// is in L1. Combining each block's four trees as soon as its products were summed left
         /// the core waiting on that dependency chain, and taking the pairs of rows outermost
-        /// read attention's 32 KiB key block from L2 once per pair (the README's Speed section has the
+        /// read attention's 32 KiB key block from L2 once per pair (`docs/speed-history.md` has the
         /// figures). The last `n mod 8` rows of `B` go two at a
         /// time; an odd last row of `A` (a single query's scores, whose keys stream from
         /// memory) takes the rows of `B` four at a time.
