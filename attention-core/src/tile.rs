@@ -59,6 +59,17 @@ pub(crate) fn tiles(n: usize) -> impl Iterator<Item = (usize, usize)> {
 /// Whether a tile can hold more than one row (not on 32-bit targets).
 pub(crate) const MULTI: bool = TQ > 1;
 
+/// What [`Tile::fold`]'s per-block step does: all of it (the rows' online-softmax steps, the
+/// rescale of their accumulators, the weighted values), or, for a tile of one row whose run
+/// of blocks has its scores ready, first each block's update alone (`Weigh`, returning its
+/// `α`), then each block's rescale by that `α` and its values (`Apply`).
+#[derive(Clone, Copy)]
+enum Phase<F> {
+    Whole,
+    Weigh,
+    Apply(F),
+}
+
 /// One row's part of [`OnlineSoftmax::update_rows`]: its state and its block of scores.
 type Job<'s, F, B> = Option<(&'s mut OnlineSoftmax<F, B>, &'s mut [F])>;
 
@@ -479,15 +490,15 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
         let (rows, dv) = (self.rows, self.dv);
         let mut sc = [F::ZERO; TQ * BK];
         let mut tmp = [F::ZERO; TQ * BK];
-        // Inlined (as the block walk's own closure is): out of line, a closure is compiled for
-        // the baseline level, not for the dispatched region it is called from.
-        self.for_each_block(
+        // A block's online-softmax steps and weighted values, its scores in `sc` (`rows ×
+        // width`). Inlined (as the block walk's own closure is): out of line, a closure is
+        // compiled for the baseline level, not for the dispatched region it is called from.
+        let mut fold_block = {
             #[inline(always)]
-            |blk| {
+            |blk: &Block, sc: &mut [F], phase: Phase<F>| -> F {
                 let w = blk.width();
-                self.scores(backend, blk, &mut sc[..], None);
                 let Some(sc) = sc.get_mut(..rows * w) else {
-                    return;
+                    return F::ONE;
                 };
                 // The causal diagonal: each row's keys start at the block's first column, and the
                 // rows leave out different numbers of trailing columns. Those columns become
@@ -578,8 +589,18 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                             continue;
                         };
                         let n = s.len();
-                        st.step(s, tmp.get_mut(..n).unwrap_or(&mut []), acc_r, entropy);
+                        let t = tmp.get_mut(..n).unwrap_or(&mut []);
+                        match phase {
+                            Phase::Whole => st.step(s, t, acc_r, entropy),
+                            Phase::Weigh => return st.sm.update(s),
+                            Phase::Apply(alpha) => {
+                                st.end(s, t, acc_r, alpha, (F::ZERO, F::ZERO), false)
+                            }
+                        }
                     }
+                }
+                if matches!(phase, Phase::Weigh) {
+                    return F::ONE;
                 }
                 match blk.shared() {
                     Some(runs) => {
@@ -646,6 +667,80 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                         }
                     }
                 }
+                F::ONE
+            }
+        };
+        if MULTI && rows == 1 {
+            // One query row (a decoding step): the scores of up to `TQ` blocks first (the
+            // scores' buffer holds `TQ` blocks of one row), then each block's online-softmax
+            // update, then each block's rescale and values. So the keys, and then the values,
+            // stream from memory in runs of up to `TQ` blocks instead of taking turns every
+            // block. Each block's scores and update are the same operations as block by block,
+            // and each accumulator takes the same rescales and additions in the same order:
+            // the same bits. One query over 4,096 keys, d = 128, on a Zen 5 (three sets of 4–5
+            // interleaved scratch runs): 10.4–11.3 → 9.9–10.5 ns per key, 5–9% faster within
+            // each set; with each block's whole step after all the scores, 10.3–10.4. Asking for the first value rows during the
+            // updates, interleaving the updates with the next blocks' scores, or updating the
+            // run's blocks side by side (their exps independent once the running maxima are
+            // known) measured no faster. With the entropy, whose step needs the scratch row
+            // between the update and the rescale, each block's whole step follows the scores.
+            let mut pending = [(0u64, 0u64, None::<Runs>); TQ];
+            let mut held = 0;
+            let mut flush = {
+                #[inline(always)]
+                |pending: &[(u64, u64, Option<Runs>)], sc: &mut [F]| {
+                    let block = |&(u0, u1, first): &(u64, u64, Option<Runs>)| {
+                        let mut spans = [None; TQ];
+                        if let Some(s) = spans.first_mut() {
+                            *s = first;
+                        }
+                        Block {
+                            spans,
+                            u0,
+                            u1,
+                            rows: 1,
+                        }
+                    };
+                    for (p, slot) in pending.iter().zip(sc.chunks_mut(BK)) {
+                        self.scores(backend, &block(p), slot, None);
+                    }
+                    if entropy {
+                        for (p, slot) in pending.iter().zip(sc.chunks_mut(BK)) {
+                            fold_block(&block(p), slot, Phase::Whole);
+                        }
+                    } else {
+                        let mut alphas = [F::ONE; TQ];
+                        for ((p, slot), a) in pending.iter().zip(sc.chunks_mut(BK)).zip(&mut alphas)
+                        {
+                            *a = fold_block(&block(p), slot, Phase::Weigh);
+                        }
+                        for ((p, slot), &a) in pending.iter().zip(sc.chunks_mut(BK)).zip(&alphas) {
+                            fold_block(&block(p), slot, Phase::Apply(a));
+                        }
+                    }
+                }
+            };
+            self.for_each_block(
+                #[inline(always)]
+                |blk| {
+                    if let Some(p) = pending.get_mut(held) {
+                        *p = (blk.u0, blk.u1, blk.spans.first().copied().flatten());
+                        held += 1;
+                    }
+                    if held == TQ {
+                        flush(&pending[..], &mut sc[..]);
+                        held = 0;
+                    }
+                },
+            );
+            flush(pending.get(..held).unwrap_or(&[]), &mut sc[..]);
+            return;
+        }
+        self.for_each_block(
+            #[inline(always)]
+            |blk| {
+                self.scores(backend, blk, &mut sc[..], None);
+                fold_block(blk, &mut sc[..], Phase::Whole);
             },
         );
     }

@@ -993,3 +993,84 @@ fn the_causal_diagonal_reads_no_future_value_and_keeps_negative_zeros() {
     assert_eq!(o[0].to_bits(), (-0.0f32).to_bits(), "row 0: {}", o[0]);
     assert_eq!(o[1].to_bits(), 0.0f32.to_bits(), "row 1: {}", o[1]);
 }
+
+/// One query's outputs (`o`, its logsumexp and entropy when asked) alone (`t = 1`: a tile of
+/// one row, whose key blocks run in groups: all their scores, then the updates, then the
+/// values) and as the last row of a two-query computation (a tile of two rows, block by block),
+/// which sees the same keys at the same position: bit for bit equal, for key counts around the
+/// block (128) and group (2,048 keys on 64-bit hosts) boundaries and every score modifier.
+#[test]
+fn a_query_alone_equals_its_row_in_a_tile() {
+    let (d, dv) = (16usize, 8usize);
+    let mut rng = Rng(11);
+    let mut cases = 0;
+    for &s in &[1usize, 127, 128, 129, 2047, 2048, 2049, 4396] {
+        for variant in 0..6 {
+            let q: Vec<f32> = (0..2 * d).map(|_| rng.val(1.0) as f32).collect();
+            let mut k: Vec<f32> = (0..s * d).map(|_| rng.val(1.0) as f32).collect();
+            let mut v: Vec<f32> = (0..s * dv).map(|_| rng.val(1.0) as f32).collect();
+            let mut opts = Options::new();
+            match variant {
+                // Scores that rise from block to block: every block rescales the state.
+                1 => {
+                    for (j, kr) in k.chunks_mut(d).enumerate() {
+                        for (x, &qx) in kr.iter_mut().zip(&q[d..]) {
+                            *x = qx * (j as f32 / s as f32) * 8.0;
+                        }
+                    }
+                }
+                2 => {
+                    opts = opts
+                        .with_causal(Causal::BottomRight)
+                        .with_window(700)
+                        .with_sinks(3)
+                }
+                3 => opts = opts.with_alibi(true).with_softcap(4.0),
+                // An infinite score in the last block, and a NaN value in the first.
+                4 => {
+                    k[(s - 1) * d] = f32::INFINITY;
+                    k[(s - 1) * d + 1..s * d].fill(0.0);
+                }
+                5 => v[0] = f32::NAN,
+                _ => {}
+            }
+            for with_stats in [false, true] {
+                let (mut o2, mut o1) = (vec![f32::NAN; 2 * dv], vec![f32::NAN; dv]);
+                let (mut l2, mut l1, mut e2, mut e1) =
+                    ([0.0f32; 2], [0.0f32], [0.0f32; 2], [0.0f32]);
+                let run = |t: usize, q: &[f32], o: &mut [f32], l: &mut [f32], e: &mut [f32]| {
+                    let out = if with_stats {
+                        Output::new(o).with_lse(l).with_entropy(e)
+                    } else {
+                        Output::new(o)
+                    };
+                    attention(
+                        Poly,
+                        &Dims::new(1, 1, t, s, d, dv),
+                        Qkv::new(q, &k, &v),
+                        &opts,
+                        out,
+                    )
+                    .unwrap();
+                };
+                run(2, &q, &mut o2, &mut l2, &mut e2);
+                run(1, &q[d..], &mut o1, &mut l1, &mut e1);
+                let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                let what = format!("s = {s}, variant {variant}, stats {with_stats}");
+                assert_eq!(
+                    bits(&o2[dv..]),
+                    bits(&o1),
+                    "{what}: {:?} vs {:?}",
+                    &o2[dv..],
+                    o1
+                );
+                if with_stats {
+                    assert_eq!(l2[1].to_bits(), l1[0].to_bits(), "{what}: lse");
+                    assert_eq!(e2[1].to_bits(), e1[0].to_bits(), "{what}: entropy");
+                }
+                cases += 1;
+            }
+        }
+    }
+    eprintln!("{cases} cases");
+}
