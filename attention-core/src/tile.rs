@@ -478,7 +478,9 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
     /// weighted values (one product of the whole tile for the keys every row takes, each value
     /// row read once per tile; row by row for a row's other keys; each output element adds its
     /// terms in key order either way). In a causal diagonal block the rows' future keys take
-    /// part as weights of +0 where that changes no bit (`zeros_add_nothing`).
+    /// part as weights of +0 where that changes no bit (`zeros_add_nothing`). A tile of one row
+    /// takes its blocks in runs of up to `TQ`: the run's scores, then each block's update, then
+    /// each block's rescale and values (the same bits; see the comment at that branch).
     #[inline(always)]
     pub(crate) fn fold<B: Backend<F>>(
         &self,
@@ -671,19 +673,20 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
             }
         };
         if MULTI && rows == 1 {
-            // One query row (a decoding step): the scores of up to `TQ` blocks first (the
-            // scores' buffer holds `TQ` blocks of one row), then each block's online-softmax
-            // update, then each block's rescale and values. So the keys, and then the values,
-            // stream from memory in runs of up to `TQ` blocks instead of taking turns every
-            // block. Each block's scores and update are the same operations as block by block,
-            // and each accumulator takes the same rescales and additions in the same order:
-            // the same bits. One query over 4,096 keys, d = 128, on a Zen 5 (three sets of 4–5
-            // interleaved scratch runs): 10.4–11.3 → 9.9–10.5 ns per key, 5–9% faster within
-            // each set; with each block's whole step after all the scores, 10.3–10.4. Asking for the first value rows during the
-            // updates, interleaving the updates with the next blocks' scores, or updating the
-            // run's blocks side by side (their exps independent once the running maxima are
-            // known) measured no faster. With the entropy, whose step needs the scratch row
-            // between the update and the rescale, each block's whole step follows the scores.
+            // One query row (a decoding step): the scores of up to `TQ` blocks first (the scores'
+            // buffer holds `TQ` blocks of one row), then each block's online-softmax update, then
+            // each block's rescale and values. So the keys, and then the values, stream from memory
+            // in runs of up to `TQ` blocks instead of taking turns every block. Each block's scores
+            // and update are the same operations as block by block, and each accumulator takes the
+            // same rescales and additions in the same order: the same bits. One query over 4,096
+            // keys, d = 128, on a Zen 5 (three sets of 4–5 interleaved scratch runs): 10.4–11.3 →
+            // 9.9–10.5 ns per key, 5–9% faster within each set; with each block's whole step after
+            // all the scores, 10.3–10.4. Asking for the first value rows during the updates,
+            // interleaving the updates with the next blocks' scores, or updating the run's blocks
+            // side by side (their exps independent once the running maxima are known) measured no
+            // faster. With the entropy, each block's whole step follows the scores: its entropy
+            // term needs the block's scores kept in the scratch row before the update and the
+            // state's maximum right after it, before the next block's update.
             let mut pending = [(0u64, 0u64, None::<Runs>); TQ];
             let mut held = 0;
             let mut flush = {
@@ -701,20 +704,21 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
                             rows: 1,
                         }
                     };
-                    for (p, slot) in pending.iter().zip(sc.chunks_mut(BK)) {
+                    for (p, slot) in pending.iter().zip(chunks_mut(sc, BK)) {
                         self.scores(backend, &block(p), slot, None);
                     }
                     if entropy {
-                        for (p, slot) in pending.iter().zip(sc.chunks_mut(BK)) {
+                        for (p, slot) in pending.iter().zip(chunks_mut(sc, BK)) {
                             fold_block(&block(p), slot, Phase::Whole);
                         }
                     } else {
                         let mut alphas = [F::ONE; TQ];
-                        for ((p, slot), a) in pending.iter().zip(sc.chunks_mut(BK)).zip(&mut alphas)
+                        for ((p, slot), a) in
+                            pending.iter().zip(chunks_mut(sc, BK)).zip(&mut alphas)
                         {
                             *a = fold_block(&block(p), slot, Phase::Weigh);
                         }
-                        for ((p, slot), &a) in pending.iter().zip(sc.chunks_mut(BK)).zip(&alphas) {
+                        for ((p, slot), &a) in pending.iter().zip(chunks_mut(sc, BK)).zip(&alphas) {
                             fold_block(&block(p), slot, Phase::Apply(a));
                         }
                     }

@@ -998,18 +998,33 @@ fn the_causal_diagonal_reads_no_future_value_and_keeps_negative_zeros() {
 /// one row, whose key blocks run in groups: all their scores, then the updates, then the
 /// values) and as the last row of a two-query computation (a tile of two rows, block by block),
 /// which sees the same keys at the same position: bit for bit equal, for key counts around the
-/// block (128) and group (2,048 keys on 64-bit hosts) boundaries and every score modifier.
+/// block (128) and group (2,048 keys on 64-bit hosts) boundaries, a block of two runs of keys
+/// (sinks, then a window that starts inside the first block), and the score modifiers a single
+/// query can share with a row of a larger computation: scale, causal window with sinks, ALiBi,
+/// softcap, an additive bias, a keep-mask; infinite scores and NaN values; with no statistics,
+/// with the logsumexp alone, and with the logsumexp and the entropy.
 #[test]
 fn a_query_alone_equals_its_row_in_a_tile() {
     let (d, dv) = (16usize, 8usize);
     let mut rng = Rng(11);
     let mut cases = 0;
-    for &s in &[1usize, 127, 128, 129, 2047, 2048, 2049, 4396] {
-        for variant in 0..6 {
+    for &s in &[1usize, 127, 128, 129, 760, 2047, 2048, 2049, 4396] {
+        for variant in 0..8 {
             let q: Vec<f32> = (0..2 * d).map(|_| rng.val(1.0) as f32).collect();
             let mut k: Vec<f32> = (0..s * d).map(|_| rng.val(1.0) as f32).collect();
             let mut v: Vec<f32> = (0..s * dv).map(|_| rng.val(1.0) as f32).collect();
-            let mut opts = Options::new();
+            // Two rows of bias and keep flags; the single query takes the second.
+            let bias: Vec<f32> = (0..2 * s)
+                .map(|j| {
+                    if j % 11 == 4 {
+                        f32::NEG_INFINITY
+                    } else {
+                        rng.val(2.0) as f32
+                    }
+                })
+                .collect();
+            let keep: Vec<bool> = (0..2 * s).map(|j| j % 7 != 2 || j % s == 0).collect();
+            let (mut opts2, mut opts1) = (Options::new(), Options::new());
             match variant {
                 // Scores that rise from block to block: every block rescales the state.
                 1 => {
@@ -1019,44 +1034,65 @@ fn a_query_alone_equals_its_row_in_a_tile() {
                         }
                     }
                 }
+                // At 760 keys the window (60..760) and the sinks (0..3) share the first block.
                 2 => {
-                    opts = opts
-                        .with_causal(Causal::BottomRight)
-                        .with_window(700)
-                        .with_sinks(3)
+                    for o in [&mut opts2, &mut opts1] {
+                        *o = o
+                            .with_causal(Causal::BottomRight)
+                            .with_window(700)
+                            .with_sinks(3)
+                            .with_scale(0.3);
+                    }
                 }
-                3 => opts = opts.with_alibi(true).with_softcap(4.0),
+                3 => {
+                    for o in [&mut opts2, &mut opts1] {
+                        *o = o.with_alibi(true).with_softcap(4.0);
+                    }
+                }
                 // An infinite score in the last block, and a NaN value in the first.
                 4 => {
                     k[(s - 1) * d] = f32::INFINITY;
                     k[(s - 1) * d + 1..s * d].fill(0.0);
                 }
                 5 => v[0] = f32::NAN,
+                6 => {
+                    opts2 = opts2.with_bias(&bias);
+                    opts1 = opts1.with_bias(&bias[s..]);
+                }
+                7 => {
+                    opts2 = opts2.with_mask(&keep);
+                    opts1 = opts1.with_mask(&keep[s..]);
+                }
                 _ => {}
             }
-            for with_stats in [false, true] {
+            for stats in 0..3 {
                 let (mut o2, mut o1) = (vec![f32::NAN; 2 * dv], vec![f32::NAN; dv]);
                 let (mut l2, mut l1, mut e2, mut e1) =
                     ([0.0f32; 2], [0.0f32], [0.0f32; 2], [0.0f32]);
-                let run = |t: usize, q: &[f32], o: &mut [f32], l: &mut [f32], e: &mut [f32]| {
-                    let out = if with_stats {
-                        Output::new(o).with_lse(l).with_entropy(e)
-                    } else {
-                        Output::new(o)
+                let run = |t: usize,
+                           q: &[f32],
+                           opts: &Options<'_, f32>,
+                           o: &mut [f32],
+                           l: &mut [f32],
+                           e: &mut [f32]| {
+                    let out = match stats {
+                        0 => Output::new(o),
+                        1 => Output::new(o).with_lse(l),
+                        _ => Output::new(o).with_lse(l).with_entropy(e),
                     };
                     attention(
                         Poly,
                         &Dims::new(1, 1, t, s, d, dv),
                         Qkv::new(q, &k, &v),
-                        &opts,
+                        opts,
                         out,
                     )
                     .unwrap();
                 };
-                run(2, &q, &mut o2, &mut l2, &mut e2);
-                run(1, &q[d..], &mut o1, &mut l1, &mut e1);
+                run(2, &q, &opts2, &mut o2, &mut l2, &mut e2);
+                run(1, &q[d..], &opts1, &mut o1, &mut l1, &mut e1);
                 let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-                let what = format!("s = {s}, variant {variant}, stats {with_stats}");
+                let what = format!("s = {s}, variant {variant}, stats {stats}");
                 assert_eq!(
                     bits(&o2[dv..]),
                     bits(&o1),
@@ -1064,10 +1100,8 @@ fn a_query_alone_equals_its_row_in_a_tile() {
                     &o2[dv..],
                     o1
                 );
-                if with_stats {
-                    assert_eq!(l2[1].to_bits(), l1[0].to_bits(), "{what}: lse");
-                    assert_eq!(e2[1].to_bits(), e1[0].to_bits(), "{what}: entropy");
-                }
+                assert_eq!(l2[1].to_bits(), l1[0].to_bits(), "{what}: lse");
+                assert_eq!(e2[1].to_bits(), e1[0].to_bits(), "{what}: entropy");
                 cases += 1;
             }
         }
