@@ -682,9 +682,10 @@ impl<'a, F: Float, U: Operand<F>> Tile<'a, F, U> {
             // keys, d = 128, on a Zen 5 (three sets of 4–5 interleaved scratch runs): 10.4–11.3 →
             // 9.9–10.5 ns per key, 5–9% faster within each set; with each block's whole step after
             // all the scores, 10.3–10.4. Asking for the first value rows during the updates,
-            // interleaving the updates with the next blocks' scores, or updating the run's blocks
-            // side by side (their exps independent once the running maxima are known) measured no
-            // faster. With the entropy, each block's whole step follows the scores: its entropy
+            // interleaving the updates with the next blocks' scores, updating the run's blocks
+            // side by side (their exps independent once the running maxima are known), or each
+            // update one block ahead of its values (`docs/speed-history.md`, ninth session)
+            // measured no faster. With the entropy, each block's whole step follows the scores: its entropy
             // term needs the block's scores kept in the scratch row before the update and the
             // state's maximum right after it, before the next block's update.
             let mut pending = [(0u64, 0u64, None::<Runs>); TQ];
